@@ -1,0 +1,152 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SinkRefs are the bindings of an inventory, one list per sink family; an
+// inventory binds at most 20 sinks in all.
+type SinkRefs struct {
+	// snapshotSinkRefs bind KollectSnapshotSinks (Git, GitLab, S3, GCS).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	SnapshotSinkRefs []InventorySinkRef `json:"snapshotSinkRefs,omitempty"`
+	// databaseSinkRefs bind KollectDatabaseSinks (Postgres, MongoDB, BigQuery).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	DatabaseSinkRefs []InventorySinkRef `json:"databaseSinkRefs,omitempty"`
+	// eventSinkRefs bind KollectEventSinks (Kafka, NATS JetStream).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	EventSinkRefs []InventorySinkRef `json:"eventSinkRefs,omitempty"`
+}
+
+// KollectInventorySpec aggregates the rows of every target in the
+// inventory's namespace and exports them to sinks in the same namespace.
+type KollectInventorySpec struct {
+	SinkRefs `json:",inline"`
+
+	// exportMinInterval is the default debounce between exports of unchanged
+	// bindings.
+	// +optional
+	// +kubebuilder:default="30s"
+	ExportMinInterval Duration `json:"exportMinInterval,omitempty"`
+	// maxExportBytes is the inventory-wide export ceiling; it must not exceed
+	// the operator's --max-export-bytes.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxExportBytes *int64 `json:"maxExportBytes,omitempty"`
+	// suspend stops exports.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend bool `json:"suspend,omitempty"`
+	// httpEndpoint is accepted for compatibility and not read: the HTTP API is
+	// an operator-level switch.
+	// +optional
+	HTTPEndpoint *HTTPEndpointSpec `json:"httpEndpoint,omitempty"`
+}
+
+// HTTPEndpointSpec is accepted for compatibility and not read.
+type HTTPEndpointSpec struct {
+	// enabled is not read.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// port is not read.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+}
+
+// InventorySinkExportStatus is the export state of one binding.
+type InventorySinkExportStatus struct {
+	// name is the binding key <family>/<sinkName>, for example
+	// database/warehouse.
+	// +required
+	Name string `json:"name"`
+	// namespace is the resolved sink namespace (cluster inventories only).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// lastExportTime is the last export the sink acknowledged.
+	// +optional
+	LastExportTime *metav1.Time `json:"lastExportTime,omitempty"`
+	// lastChecksum is the fingerprint of that export.
+	// +optional
+	LastChecksum string `json:"lastChecksum,omitempty"`
+	// exportedCount is the number of rows the sink acknowledged in that
+	// export.
+	// +optional
+	ExportedCount *int64 `json:"exportedCount,omitempty"`
+	// circuit is the state of the binding's circuit breaker: Closed, Open or
+	// HalfOpen.
+	// +optional
+	Circuit string `json:"circuit,omitempty"`
+	// conditions: a single Synced condition (Exported, Debounced,
+	// ExportFailed).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KollectInventoryStatus is the observed state of a KollectInventory.
+type KollectInventoryStatus struct {
+	// conditions: Ready, Synced, SinkReachable, Degraded, ExportShardWarning.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// itemCount is the number of rows in the inventory now.
+	// +optional
+	ItemCount int `json:"itemCount,omitempty"`
+	// exportedCount is the smallest row count acknowledged by any binding in
+	// its latest export.
+	// +optional
+	ExportedCount *int64 `json:"exportedCount,omitempty"`
+	// lastExportTime is the latest lastExportTime of any binding.
+	// +optional
+	LastExportTime *metav1.Time `json:"lastExportTime,omitempty"`
+	// sinkExports has one entry per binding.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	SinkExports []InventorySinkExportStatus `json:"sinkExports,omitempty"`
+}
+
+// KollectInventory exports the rows of its namespace's targets to sinks.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kinv
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`
+// +kubebuilder:printcolumn:name="Items",type=integer,JSONPath=`.status.itemCount`
+// +kubebuilder:printcolumn:name="Exported",type=integer,JSONPath=`.status.exportedCount`
+// +kubebuilder:printcolumn:name="Last Export",type=date,JSONPath=`.status.lastExportTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KollectInventory struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired export.
+	// +required
+	Spec KollectInventorySpec `json:"spec"`
+	// status is the observed export.
+	// +optional
+	Status KollectInventoryStatus `json:"status,omitempty"`
+}
+
+// KollectInventoryList is a list of KollectInventory.
+// +kubebuilder:object:root=true
+type KollectInventoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KollectInventory `json:"items"`
+}

@@ -1,0 +1,73 @@
+// Command kollect is the Kollect operator and its command-line tools.
+//
+//	kollect manager   run the operator
+//	kollect version   print the version
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"kollect.dev/kollect/pipeline/manager"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "kollect:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kollect",
+		Short:         "Kollect turns live cluster state into a durable inventory",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newManagerCommand(), newVersionCommand())
+	return root
+}
+
+func newManagerCommand() *cobra.Command {
+	var opts manager.Options
+	var showVersion bool
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the Kollect operator",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				fmt.Fprintln(cmd.OutOrStdout(), version)
+				return nil
+			}
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("load kubeconfig: %w", err)
+			}
+			return manager.Run(ctrl.SetupSignalHandler(), cfg, opts)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&showVersion, "version", false, "Print the version and exit.")
+	return cmd
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), version)
+		},
+	}
+}

@@ -1,0 +1,150 @@
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// LeaderElectionID is the Lease name shared with upstream deployments, so a
+// rolling replacement never runs two leaders.
+const LeaderElectionID = "3274ac8a.kollect.dev"
+
+// DefaultMaxExportBytes is the global export ceiling (1.5 MiB).
+const DefaultMaxExportBytes = 1572864
+
+// Options are the manager's settings. Flag names and defaults follow the
+// upstream operator, so existing Deployments and Helm values keep working;
+// where Kollect differs the flag's help says so.
+type Options struct {
+	MetricsBindAddress string
+	MetricsSecure      bool
+	MetricsCertPath    string
+	MetricsCertName    string
+	MetricsCertKey     string
+	ProbeBindAddress   string
+	EnableHTTP2        bool
+
+	LeaderElect               bool
+	LeaderElectionNamespace   string
+	LeaderElectLeaseDuration  time.Duration
+	LeaderElectRenewDeadline  time.Duration
+	LeaderElectRetryPeriod    time.Duration
+	GracefulShutdownTimeout   time.Duration
+	WebhooksEnabled           bool
+	WebhookCertPath           string
+	WebhookCertName           string
+	WebhookCertKey            string
+	TenantMode                bool
+	AllowPrivateSinks         bool
+	InventoryHTTPEnabled      bool
+	InventoryHTTPPort         int
+	InventoryAuthMode         string
+	InventoryAuthCacheTTL     time.Duration
+	MaxExportBytes            int64
+	ConcurrentTarget          int
+	ConcurrentInventory       int
+	ConcurrentClusterTarget   int
+	ConcurrentClusterInv      int
+	ReconcileRateLimit        time.Duration
+	TargetCountResync         time.Duration
+	EnablePprof               bool
+	PprofBindAddress          string
+	WatchNamespaces           []string
+	DefaultIncludedNamespaces []string
+	DefaultExcludedNamespaces []string
+	ScrubKeys                 []string
+	DispatchWorkers           int
+	DispatchQueueSize         int
+	DispatchEnqueueWait       time.Duration
+	InformerResyncPeriod      time.Duration
+	MetricsSampleInterval     time.Duration
+
+	Zap zap.Options
+}
+
+// BindFlags registers every manager flag on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS with Kubernetes authentication and authorization (upstream defaults to true with metrics disabled; Kollect serves plain HTTP on :8080 unless asked).")
+	fs.StringVar(&o.MetricsCertPath, "metrics-cert-path", "", "Directory of the metrics serving certificate (self-signed when empty).")
+	fs.StringVar(&o.MetricsCertName, "metrics-cert-name", "tls.crt", "Metrics certificate file name.")
+	fs.StringVar(&o.MetricsCertKey, "metrics-cert-key", "tls.key", "Metrics key file name.")
+	fs.StringVar(&o.ProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics and webhook servers.")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica collects and exports.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease (default: the pod's namespace).")
+	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", 60*time.Second, "Leader lease duration; must exceed the renew deadline.")
+	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", 40*time.Second, "Leader renew deadline.")
+	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", 5*time.Second, "Leader retry period; must be below the renew deadline.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 10*time.Second, "How long runnables get to stop after SIGTERM.")
+
+	fs.BoolVar(&o.WebhooksEnabled, "validating-webhooks-enabled", true, "Serve the validating admission webhooks.")
+	fs.StringVar(&o.WebhookCertPath, "webhook-cert-path", "", "Directory of the webhook serving certificate.")
+	fs.StringVar(&o.WebhookCertName, "webhook-cert-name", "tls.crt", "Webhook certificate file name.")
+	fs.StringVar(&o.WebhookCertKey, "webhook-cert-key", "tls.key", "Webhook key file name.")
+	fs.BoolVar(&o.TenantMode, "tenant-mode", false, "Reject cluster-scoped targets and inventories (team installs).")
+	fs.BoolVar(&o.AllowPrivateSinks, "allow-private-sinks", false, "Allow sink endpoints in private address ranges (RFC 1918, IPv6 ULA).")
+
+	fs.BoolVar(&o.InventoryHTTPEnabled, "inventory-http-enabled", false, "Serve the inventory HTTP read API.")
+	fs.IntVar(&o.InventoryHTTPPort, "inventory-http-port", 8082, "Port of the inventory HTTP read API.")
+	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Inventory API auth: kubernetes (TokenReview + SubjectAccessReview) or disabled.")
+	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "Inventory API auth decision cache (0 disables).")
+
+	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Global export ceiling and upper bound of maxExportBytes fields.")
+	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
+	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
+	fs.IntVar(&o.ConcurrentClusterTarget, "max-concurrent-reconciles-cluster-target", 2, "Concurrent KollectClusterTarget reconciles.")
+	fs.IntVar(&o.ConcurrentClusterInv, "max-concurrent-reconciles-cluster-inventory", 2, "Concurrent KollectClusterInventory reconciles.")
+	fs.DurationVar(&o.ReconcileRateLimit, "reconcile-rate-limit", 0, "Base delay of the per-object failure back-off (0: controller-runtime default).")
+	fs.DurationVar(&o.TargetCountResync, "target-count-resync", 60*time.Second, "Periodic refresh of Ready targets.")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "Serve pprof on --pprof-bind-address.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", ":6060", "Address of the pprof listener.")
+
+	fs.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "Restrict the manager cache (Kollect objects, Secrets) to these namespaces; empty watches all.")
+	fs.StringSliceVar(&o.DefaultIncludedNamespaces, "default-included-namespaces", nil, "Include list for targets whose includedNamespaces is empty.")
+	fs.StringSliceVar(&o.DefaultExcludedNamespaces, "default-excluded-namespaces", nil, "Namespaces excluded from every target.")
+	fs.StringSliceVar(&o.ScrubKeys, "scrub-keys", nil, "Extra keys whose values are redacted from rows.")
+	fs.IntVar(&o.DispatchWorkers, "collect-dispatch-workers", 4, "Accepted for compatibility; the actor engine sizes itself.")
+	fs.IntVar(&o.DispatchQueueSize, "collect-dispatch-queue-size", 512, "Accepted for compatibility; the actor engine coalesces by object instead of queueing.")
+	fs.DurationVar(&o.DispatchEnqueueWait, "collect-dispatch-enqueue-wait", 25*time.Millisecond, "Accepted for compatibility; informer goroutines never block.")
+	fs.DurationVar(&o.InformerResyncPeriod, "informer-resync-period", 12*time.Hour, "Resync period of the collection informers.")
+	fs.DurationVar(&o.MetricsSampleInterval, "collect-metrics-sample-interval", 30*time.Second, "Minimum spacing of profile-derived metric refreshes.")
+
+	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.Zap.Development = true
+	o.Zap.BindFlags(zfs)
+	fs.AddGoFlagSet(zfs)
+}
+
+// Validate reports settings that cannot work together.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.LeaderElectLeaseDuration <= o.LeaderElectRenewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must exceed --leader-elect-renew-deadline (%s)", o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline))
+	}
+	if o.LeaderElectRetryPeriod >= o.LeaderElectRenewDeadline {
+		errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) must be below --leader-elect-renew-deadline (%s)", o.LeaderElectRetryPeriod, o.LeaderElectRenewDeadline))
+	}
+	switch o.InventoryAuthMode {
+	case "kubernetes", "disabled":
+	default:
+		errs = append(errs, fmt.Errorf("--inventory-auth-mode must be kubernetes or disabled, not %q", o.InventoryAuthMode))
+	}
+	if o.MaxExportBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))
+	}
+	for _, n := range o.WatchNamespaces {
+		if strings.TrimSpace(n) == "" {
+			errs = append(errs, errors.New("--watch-namespaces must not contain empty names"))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
