@@ -9,7 +9,7 @@ type KollectClusterInventorySpec struct {
 	// profileRef is reserved and has no effect; when set it needs a name and
 	// a namespace.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) && self.__namespace__ != ''",message="profileRef needs a namespace",fieldPath=".namespace"
+	// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) && size(self.__namespace__) > 0",message="profileRef needs a namespace",fieldPath=".namespace"
 	ProfileRef *NamespacedObjectReference `json:"profileRef,omitempty"`
 	// targetRefs names KollectClusterTargets; empty selects every cluster
 	// target (optionally filtered by targetSelector).

@@ -58,19 +58,19 @@ type BigQuerySpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank"
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="must not be blank"
 	Project string `json:"project"`
 	// dataset must already exist.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank"
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="must not be blank"
 	Dataset string `json:"dataset"`
 	// table that holds the rows; created when missing.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank"
+	// +kubebuilder:validation:XValidation:rule="self.trim().size() > 0",message="must not be blank"
 	Table string `json:"table"`
 	// location of query jobs, for example EU.
 	// +optional

@@ -12,7 +12,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.kafka) || self.type == 'kafka'",message="spec.kafka is only valid with type kafka",fieldPath=".kafka"
 // +kubebuilder:validation:XValidation:rule="!has(self.layout)",message="spec.layout is only valid on git and gitlab snapshot sinks",fieldPath=".layout"
 // +kubebuilder:validation:XValidation:rule="!has(self.serialization) || !has(self.serialization.format) || self.serialization.format == 'json'",message="event sinks write json only",fieldPath=".serialization.format"
-// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.nats) || (has(self.nats.url) && self.nats.url != ”) || (has(self.endpoint) && self.endpoint != ”)",message="a nats sink needs spec.nats.url or spec.endpoint",fieldPath=".nats.url"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nats' || !has(self.nats) || (has(self.nats.url) && size(self.nats.url) > 0) || (has(self.endpoint) && size(self.endpoint) > 0)",message="a nats sink needs spec.nats.url or spec.endpoint",fieldPath=".nats.url"
 type KollectEventSinkSpec struct {
 	// type of the broker: nats or kafka.
 	// +required

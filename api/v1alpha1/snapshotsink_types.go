@@ -131,7 +131,7 @@ type GitLabSpec struct {
 }
 
 // GitLabMergeRequestSpec configures how exports reach GitLab.
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'merge_request' || (has(self.targetBranch) && self.targetBranch != ”)",message="targetBranch is required when mode is merge_request",fieldPath=".targetBranch"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'merge_request' || (has(self.targetBranch) && size(self.targetBranch) > 0)",message="targetBranch is required when mode is merge_request",fieldPath=".targetBranch"
 type GitLabMergeRequestSpec struct {
 	// mode: direct commits to the branch; merge_request opens a merge
 	// request.

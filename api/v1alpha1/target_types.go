@@ -105,7 +105,7 @@ type KollectTargetList struct {
 type KollectClusterTargetSpec struct {
 	// profileRef names a KollectProfile and its namespace.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) && self.__namespace__ != ''",message="a cluster target must name the profile's namespace",fieldPath=".namespace"
+	// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) && size(self.__namespace__) > 0",message="a cluster target must name the profile's namespace",fieldPath=".namespace"
 	ProfileRef NamespacedObjectReference `json:"profileRef"`
 	// namespaceSelector selects workload namespaces by label. Required and
 	// non-empty: a cluster target never collects every namespace by accident.
