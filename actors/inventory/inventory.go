@@ -1,0 +1,241 @@
+package inventory
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/pipeline/rows"
+)
+
+// Config is an inventory's desired state.
+type Config struct {
+	ID          rows.Identity
+	Bindings    []sink.Config
+	Targets     []*actor.PID
+	BatchWindow time.Duration
+}
+
+// Configure replaces the configuration: bindings are spawned or stopped,
+// targets subscribed or dropped.
+type Configure struct{ Config *Config }
+
+// BindingReport is the last outcome of one binding.
+type BindingReport struct {
+	Key          string
+	LastExport   time.Time
+	LastChecksum string
+	Exported     int
+	Err          string
+	Permanent    bool
+	Circuit      sink.Circuit
+	Failures     int
+}
+
+// Report is the inventory's observed state.
+type Report struct {
+	ID        rows.Identity
+	ItemCount int
+	Bindings  []BindingReport
+}
+
+// Reporter receives reports; it must not block.
+type Reporter interface {
+	InventoryReport(r Report)
+}
+
+type flush struct{}
+
+type binding struct {
+	cfg    sink.Config
+	pid    *actor.PID
+	slot   *sink.Slot
+	report BindingReport
+}
+
+type actorState struct {
+	reporter Reporter
+	metrics  *actors.Metrics
+
+	cfg       *Config
+	rows      map[rows.Key]*rows.Row
+	byTarget  map[messages.TargetRef]map[rows.Key]bool
+	targets   map[string]*actor.PID
+	bindings  map[string]*binding
+	scheduled bool
+	dirty     bool
+	last      *rows.Snapshot
+}
+
+// Props builds the actor's props. Sink children are restarted on failure.
+func Props(reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &actorState{reporter: reporter, metrics: metrics, rows: map[rows.Key]*rows.Row{},
+			byTarget: map[messages.TargetRef]map[rows.Key]bool{}, targets: map[string]*actor.PID{}, bindings: map[string]*binding{}}
+	},
+		actor.WithMailbox(actor.Unbounded(metrics.Mailbox("inventory", name)...)),
+		actor.WithSupervisor(actor.NewOneForOneStrategy(100, time.Minute, actor.DefaultDecider)))
+}
+
+func (a *actorState) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *Configure:
+		a.configure(ctx, msg.Config)
+	case *messages.RowsChanged:
+		a.applyRows(msg)
+		a.schedule(ctx)
+	case *messages.TargetGone:
+		a.dropTarget(msg.Target)
+		a.schedule(ctx)
+	case flush:
+		a.scheduled = false
+		a.export(ctx)
+	case *sink.Result:
+		a.result(msg)
+	case *actor.Stopping:
+		for _, pid := range a.targets {
+			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
+		}
+	}
+}
+
+func (a *actorState) configure(ctx actor.Context, cfg *Config) {
+	genChanged := a.cfg == nil || a.cfg.ID.Generation != cfg.ID.Generation
+	a.cfg = cfg
+	want := map[string]*actor.PID{}
+	for _, pid := range cfg.Targets {
+		want[pid.String()] = pid
+	}
+	for k, pid := range a.targets {
+		if want[k] == nil {
+			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
+			delete(a.targets, k)
+		}
+	}
+	for k, pid := range want {
+		if a.targets[k] == nil {
+			a.targets[k] = pid
+			ctx.Send(pid, &messages.Subscribe{Inventory: ctx.Self()})
+		}
+	}
+	wantB := map[string]sink.Config{}
+	for _, b := range cfg.Bindings {
+		wantB[b.Key] = b
+	}
+	for k, b := range a.bindings {
+		if nb, ok := wantB[k]; !ok || !sameBinding(b.cfg, nb) {
+			ctx.Stop(b.pid)
+			delete(a.bindings, k)
+		}
+	}
+	for k, bc := range wantB {
+		if a.bindings[k] == nil {
+			slot := &sink.Slot{}
+			a.bindings[k] = &binding{cfg: bc, slot: slot, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)),
+				report: BindingReport{Key: k, Circuit: sink.Closed}}
+		}
+	}
+	a.dirty = a.dirty || genChanged
+	a.schedule(ctx)
+}
+
+// sameBinding reports whether a running binding can keep its actor.
+func sameBinding(a, b sink.Config) bool {
+	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type
+}
+
+func (a *actorState) applyRows(m *messages.RowsChanged) {
+	keys := a.byTarget[m.Target]
+	if keys == nil {
+		keys = map[rows.Key]bool{}
+		a.byTarget[m.Target] = keys
+	}
+	if m.Replace {
+		for k := range keys {
+			delete(a.rows, k)
+		}
+		clear(keys)
+	}
+	for _, k := range m.Deletes {
+		delete(a.rows, k)
+		delete(keys, k)
+	}
+	for _, r := range m.Upserts {
+		k := r.Key()
+		a.rows[k] = r
+		keys[k] = true
+	}
+	a.dirty = true
+}
+
+func (a *actorState) dropTarget(t messages.TargetRef) {
+	for k := range a.byTarget[t] {
+		delete(a.rows, k)
+	}
+	delete(a.byTarget, t)
+	a.dirty = true
+}
+
+// schedule coalesces changes for one batch window.
+func (a *actorState) schedule(ctx actor.Context) {
+	if a.scheduled || !a.dirty || a.cfg == nil {
+		return
+	}
+	a.scheduled = true
+	window := a.cfg.BatchWindow
+	if window <= 0 {
+		window = 200 * time.Millisecond
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(window, func() { root.Send(self, flush{}) })
+}
+
+// export builds a snapshot when rows or the generation changed and offers
+// it to every binding.
+func (a *actorState) export(ctx actor.Context) {
+	if !a.dirty {
+		return
+	}
+	a.dirty = false
+	all := make([]*rows.Row, 0, len(a.rows))
+	for _, r := range a.rows {
+		all = append(all, r)
+	}
+	snap := rows.NewSnapshot(a.cfg.ID, all, time.Now())
+	a.last = snap
+	for _, b := range a.bindings {
+		ctx.Send(b.pid, &sink.Offer{Snapshot: snap})
+	}
+	a.sendReport()
+}
+
+func (a *actorState) result(r *sink.Result) {
+	b := a.bindings[r.Key]
+	if b == nil {
+		return
+	}
+	b.report.Circuit, b.report.Failures = r.Circuit, r.Failures
+	if r.Err != nil {
+		b.report.Err, b.report.Permanent = r.Err.Error(), r.Permanent
+	} else {
+		b.report.Err, b.report.Permanent = "", false
+		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
+	}
+	a.sendReport()
+}
+
+func (a *actorState) sendReport() {
+	if a.reporter == nil || a.cfg == nil {
+		return
+	}
+	rep := Report{ID: a.cfg.ID, ItemCount: len(a.rows)}
+	for _, bc := range a.cfg.Bindings {
+		if b := a.bindings[bc.Key]; b != nil {
+			rep.Bindings = append(rep.Bindings, b.report)
+		}
+	}
+	a.reporter.InventoryReport(rep)
+}

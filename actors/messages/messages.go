@@ -1,0 +1,33 @@
+package messages
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kollect.dev/kollect/pipeline/rows"
+)
+
+// TargetRef names a target: kind ("KollectTarget"), namespace and name.
+type TargetRef struct {
+	Kind, Namespace, Name string
+}
+
+func (t TargetRef) String() string { return t.Kind + ":" + t.Namespace + "/" + t.Name }
+
+// Subscribe asks a Target actor to send its rows to Inventory. The target
+// answers with a full RowsChanged (Replace set) and then sends changes.
+type Subscribe struct{ Inventory *actor.PID }
+
+// Unsubscribe ends a subscription.
+type Unsubscribe struct{ Inventory *actor.PID }
+
+// RowsChanged carries a target's row changes. With Replace set, Upserts is
+// the target's complete row set and every other row of the target is gone.
+type RowsChanged struct {
+	Target  TargetRef
+	Upserts []*rows.Row
+	Deletes []rows.Key
+	Replace bool
+}
+
+// TargetGone tells inventories that a target stopped: its rows are gone.
+type TargetGone struct{ Target TargetRef }

@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the actor-engine series. A nil *Metrics records nothing.
+type Metrics struct {
+	depth     *prometheus.GaugeVec
+	processed *prometheus.CounterVec
+	failed    *prometheus.CounterVec
+	restarts  *prometheus.CounterVec
+	circuit   *prometheus.GaugeVec
+	exportDur *prometheus.HistogramVec
+	exportB   *prometheus.CounterVec
+	sinkErrs  *prometheus.CounterVec
+	items     prometheus.Gauge
+}
+
+// NewMetrics registers the engine series with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_actor_mailbox_depth",
+			Help: "Messages waiting in an actor's mailbox."}, []string{"actor", "name"}),
+		processed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_actor_messages_processed_total",
+			Help: "Messages an actor has handled."}, []string{"actor"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_actor_messages_failed_total",
+			Help: "Messages whose handling panicked (the actor was restarted)."}, []string{"actor"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_actor_restarts_total",
+			Help: "Actor restarts by their supervisor."}, []string{"actor"}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_sink_circuit_state",
+			Help: "Circuit breaker per binding: 0 closed, 1 half-open, 2 open."}, []string{"inventory", "binding"}),
+		exportDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kollect_export_duration_seconds",
+			Help:    "Duration of one export to a backend.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"sink_type"}),
+		exportB: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_bytes_total",
+			Help: "Bytes the backends acknowledged."}, []string{"sink_type"}),
+		sinkErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_errors_total",
+			Help: "Export failures by class."}, []string{"reason"}),
+		items: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kollect_collect_items_total",
+			Help: "Rows held by all targets."}),
+	}
+	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs, m.items)
+	return m
+}
+
+// Mailbox returns mailbox middleware that keeps the depth gauge of one
+// actor.
+func (m *Metrics) Mailbox(kind, name string) []actor.MailboxMiddleware {
+	if m == nil {
+		return nil
+	}
+	return []actor.MailboxMiddleware{&depthMiddleware{g: m.depth.WithLabelValues(kind, name), c: m.processed.WithLabelValues(kind)}}
+}
+
+// Forget drops the series of an actor that stopped.
+func (m *Metrics) Forget(kind, name string) {
+	if m != nil {
+		m.depth.DeleteLabelValues(kind, name)
+	}
+}
+
+// Restarted counts a supervised restart.
+func (m *Metrics) Restarted(kind string) {
+	if m != nil {
+		m.restarts.WithLabelValues(kind).Inc()
+		m.failed.WithLabelValues(kind).Inc()
+	}
+}
+
+// Circuit records a binding's breaker state.
+func (m *Metrics) Circuit(inventory, binding string, state float64) {
+	if m != nil {
+		m.circuit.WithLabelValues(inventory, binding).Set(state)
+	}
+}
+
+// ForgetCircuit drops a removed binding's breaker series.
+func (m *Metrics) ForgetCircuit(inventory, binding string) {
+	if m != nil {
+		m.circuit.DeleteLabelValues(inventory, binding)
+	}
+}
+
+// Export records one export attempt.
+func (m *Metrics) Export(sinkType string, seconds float64, bytes int64, errClass string) {
+	if m == nil {
+		return
+	}
+	m.exportDur.WithLabelValues(sinkType).Observe(seconds)
+	if errClass != "" {
+		m.sinkErrs.WithLabelValues(errClass).Inc()
+		return
+	}
+	m.exportB.WithLabelValues(sinkType).Add(float64(bytes))
+}
+
+// ItemsDelta adjusts the total row gauge.
+func (m *Metrics) ItemsDelta(d int) {
+	if m != nil && d != 0 {
+		m.items.Add(float64(d))
+	}
+}
+
+type depthMiddleware struct {
+	n atomic.Int64
+	g prometheus.Gauge
+	c prometheus.Counter
+}
+
+func (d *depthMiddleware) MailboxStarted() {}
+func (d *depthMiddleware) MessagePosted(any) {
+	d.g.Set(float64(d.n.Add(1)))
+}
+func (d *depthMiddleware) MessageReceived(any) {
+	d.g.Set(float64(d.n.Add(-1)))
+	d.c.Inc()
+}
+func (d *depthMiddleware) MailboxEmpty() {}

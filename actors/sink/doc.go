@@ -1,0 +1,8 @@
+// Package sink is the Sink actor: one per inventory binding, supervised by
+// its Inventory actor. It holds the newest snapshot offered (an unsent older
+// one is simply replaced: snapshot sinks need only the latest state), runs
+// the export on its own goroutine so the mailbox never waits on I/O,
+// retries with exponential back-off and jitter, and trips a circuit breaker
+// (closed → open → half-open) after repeated failures. A down sink never
+// stalls collection or other bindings.
+package sink

@@ -1,0 +1,233 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Circuit is a breaker state.
+type Circuit string
+
+// Breaker states.
+const (
+	Closed   Circuit = "Closed"
+	Open     Circuit = "Open"
+	HalfOpen Circuit = "HalfOpen"
+)
+
+func (c Circuit) metric() float64 {
+	switch c {
+	case HalfOpen:
+		return 1
+	case Open:
+		return 2
+	}
+	return 0
+}
+
+// Config configures one binding.
+type Config struct {
+	Inventory string // namespace/name, for metrics
+	Key       string // <family>/<sink name>
+	Type      string // backend type, for metrics
+	Backend   sinks.Snapshot
+	// Interval re-exports an unchanged snapshot once it has elapsed (0:
+	// never).
+	Interval time.Duration
+	// BackoffBase and BackoffMax bound the retry delay; OpenAfter
+	// consecutive failures open the circuit.
+	BackoffBase, BackoffMax time.Duration
+	OpenAfter               int
+	Timeout                 time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = time.Second
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 5 * time.Minute
+	}
+	if c.OpenAfter <= 0 {
+		c.OpenAfter = 3
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Minute
+	}
+}
+
+// Slot survives restarts of the actor: the newest snapshot and the last
+// acknowledged one are never lost to a crash.
+type Slot struct {
+	Latest *rows.Snapshot
+	Acked  *rows.Snapshot
+}
+
+// Offer hands the binding a new snapshot.
+type Offer struct{ Snapshot *rows.Snapshot }
+
+// Result reports an export attempt to the parent.
+type Result struct {
+	Key        string
+	Snapshot   *rows.Snapshot // what was attempted
+	Ack        sinks.Ack
+	Err        error
+	Permanent  bool
+	Circuit    Circuit
+	Failures   int
+	RetryAfter time.Duration
+	At         time.Time
+}
+
+type done struct {
+	snap *rows.Snapshot
+	ack  sinks.Ack
+	err  error
+	took time.Duration
+}
+type retry struct{}
+type heartbeat struct{ checksum string }
+
+type actorState struct {
+	cfg     Config
+	slot    *Slot
+	metrics *actors.Metrics
+
+	inflight bool
+	circuit  Circuit
+	failures int
+	waiting  bool // a retry timer is pending
+	force    bool // re-export even if unchanged (heartbeat)
+	cancel   context.CancelFunc
+}
+
+// Props builds a supervised sink actor for one binding.
+func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
+	cfg.defaults()
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &actorState{cfg: cfg, slot: slot, metrics: metrics, circuit: Closed}
+	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
+}
+
+func (a *actorState) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, a.circuit.metric())
+		a.maybeStart(ctx)
+	case *actor.Restarting:
+		a.metrics.Restarted("sink")
+		a.stopInflight()
+	case *actor.Stopping:
+		a.stopInflight()
+		a.metrics.ForgetCircuit(a.cfg.Inventory, a.cfg.Key)
+		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
+	case *Offer:
+		a.slot.Latest = msg.Snapshot
+		a.maybeStart(ctx)
+	case *done:
+		a.finish(ctx, msg)
+	case retry:
+		a.waiting = false
+		if a.circuit == Open {
+			a.setCircuit(HalfOpen)
+		}
+		a.maybeStart(ctx)
+	case heartbeat:
+		if a.slot.Acked != nil && a.slot.Acked.Checksum == msg.checksum && a.slot.Latest == a.slot.Acked {
+			a.force = true
+			a.maybeStart(ctx)
+		}
+	}
+}
+
+func (a *actorState) stopInflight() {
+	if a.cancel != nil {
+		a.cancel()
+		a.cancel = nil
+	}
+	a.inflight = false
+}
+
+func (a *actorState) setCircuit(c Circuit) {
+	a.circuit = c
+	a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, c.metric())
+}
+
+// maybeStart exports the latest snapshot unless one is in flight, the
+// circuit is waiting out a back-off, or the sink already holds it.
+func (a *actorState) maybeStart(ctx actor.Context) {
+	snap := a.slot.Latest
+	if a.inflight || a.waiting || snap == nil {
+		return
+	}
+	if acked := a.slot.Acked; !a.force && acked != nil && acked.Checksum == snap.Checksum &&
+		acked.Inventory.Generation == snap.Inventory.Generation {
+		return
+	}
+	a.force = false
+	a.inflight = true
+	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
+	a.cancel = cancel
+	self, root, backend := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend
+	go func() {
+		defer cancel()
+		start := time.Now()
+		ack, err := backend.Export(exportCtx, snap)
+		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
+	}()
+}
+
+func (a *actorState) finish(ctx actor.Context, d *done) {
+	if !a.inflight {
+		return // a result from before a restart
+	}
+	a.inflight, a.cancel = false, nil
+	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
+	if d.err == nil {
+		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
+		a.failures = 0
+		a.setCircuit(Closed)
+		a.slot.Acked = d.snap
+		if a.cfg.Interval > 0 {
+			sum, self, root := d.snap.Checksum, ctx.Self(), ctx.ActorSystem().Root
+			time.AfterFunc(a.cfg.Interval, func() { root.Send(self, heartbeat{checksum: sum}) })
+		}
+	} else {
+		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
+		class := "transient"
+		if res.Permanent {
+			class = "terminal"
+		}
+		a.metrics.Export(a.cfg.Type, d.took.Seconds(), 0, class)
+		a.failures++
+		if a.failures >= a.cfg.OpenAfter || a.circuit == HalfOpen {
+			a.setCircuit(Open)
+		}
+		res.RetryAfter = a.backoff()
+		a.waiting = true
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(res.RetryAfter, func() { root.Send(self, retry{}) })
+	}
+	res.Circuit, res.Failures = a.circuit, a.failures
+	ctx.Send(ctx.Parent(), res)
+	a.maybeStart(ctx)
+}
+
+// backoff is exponential in the consecutive failures, capped, with up to
+// 50% jitter so many bindings do not retry in step.
+func (a *actorState) backoff() time.Duration {
+	d := a.cfg.BackoffBase
+	for i := 1; i < a.failures && d < a.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, a.cfg.BackoffMax)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}

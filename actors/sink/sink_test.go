@@ -1,0 +1,144 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// flakyBackend records what it was asked to store; it fails while down and
+// can be made slow to let offers pile up.
+type flakyBackend struct {
+	mu       sync.Mutex
+	down     bool
+	gate     chan struct{}
+	exported []string
+}
+
+func (b *flakyBackend) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	if b.gate != nil {
+		<-b.gate
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down {
+		return sinks.Ack{}, errors.New("connection refused")
+	}
+	b.exported = append(b.exported, snap.Checksum)
+	return sinks.Ack{Rows: len(snap.Rows), Changed: true}, nil
+}
+
+func (b *flakyBackend) setDown(v bool) { b.mu.Lock(); b.down = v; b.mu.Unlock() }
+func (b *flakyBackend) got() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.exported...)
+}
+
+func snapshot(t *testing.T, names ...string) *rows.Snapshot {
+	t.Helper()
+	var rs []*rows.Row
+	for _, n := range names {
+		r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: n, Version: "v1", Kind: "ConfigMap", UID: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rows.NewSnapshot(rows.Identity{Namespace: "ns", Name: "inv", Generation: 1}, rs, time.Now())
+}
+
+// harness spawns the sink actor under a parent that collects Results.
+func harness(t *testing.T, cfg sink.Config) (*actor.ActorSystem, *actor.PID, chan *sink.Result) {
+	t.Helper()
+	sys := actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	results := make(chan *sink.Result, 100)
+	childCh := make(chan *actor.PID, 1)
+	parent := actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			childCh <- ctx.Spawn(sink.Props(cfg, &sink.Slot{}, nil))
+		case *sink.Result:
+			results <- m
+		}
+	})
+	sys.Root.Spawn(parent)
+	return sys, <-childCh, results
+}
+
+func next(t *testing.T, ch chan *sink.Result) *sink.Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no export result within 10s")
+		return nil
+	}
+}
+
+func TestOutageOpensTheCircuitAndRecoveryCatchesUp(t *testing.T) {
+	be := &flakyBackend{down: true}
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be,
+		BackoffBase: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond, OpenAfter: 2})
+	snap := snapshot(t, "a", "b")
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
+
+	r := next(t, results)
+	if r.Err == nil || r.Circuit != sink.Closed || r.Failures != 1 {
+		t.Fatalf("first failure: want error with circuit Closed, got %+v", r)
+	}
+	r = next(t, results)
+	if r.Err == nil || r.Circuit != sink.Open {
+		t.Fatalf("second failure: want the circuit Open, got %+v", r)
+	}
+	if r.RetryAfter <= 0 || r.RetryAfter > 40*time.Millisecond {
+		t.Errorf("retry delay %s outside (0, 40ms]", r.RetryAfter)
+	}
+	// A newer snapshot arrives during the outage; it replaces the old one.
+	newer := snapshot(t, "a", "b", "c")
+	sys.Root.Send(pid, &sink.Offer{Snapshot: newer})
+	be.setDown(false)
+	for {
+		r = next(t, results)
+		if r.Err == nil {
+			break
+		}
+	}
+	if r.Circuit != sink.Closed || r.Ack.Rows != 3 {
+		t.Fatalf("after recovery: want circuit Closed and 3 rows acknowledged, got %+v", r)
+	}
+	if got := be.got(); len(got) != 1 || got[0] != newer.Checksum {
+		t.Fatalf("want only the newest snapshot exported once, got %v", got)
+	}
+}
+
+func TestNewestSnapshotReplacesUnsentOnesAndDuplicatesAreSkipped(t *testing.T) {
+	be := &flakyBackend{gate: make(chan struct{})}
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be})
+	first, second, third := snapshot(t, "a"), snapshot(t, "a", "b"), snapshot(t, "a", "b", "c")
+	sys.Root.Send(pid, &sink.Offer{Snapshot: first})
+	sys.Root.Send(pid, &sink.Offer{Snapshot: second}) // first is in flight
+	sys.Root.Send(pid, &sink.Offer{Snapshot: third})  // replaces second
+	close(be.gate)
+	next(t, results)
+	next(t, results)
+	sys.Root.Send(pid, &sink.Offer{Snapshot: third}) // already held: no export
+	select {
+	case r := <-results:
+		t.Fatalf("an unchanged snapshot was exported again: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if got := be.got(); len(got) != 2 || got[0] != first.Checksum || got[1] != third.Checksum {
+		t.Fatalf("want first then third exported, got %v", got)
+	}
+}

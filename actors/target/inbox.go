@@ -1,0 +1,68 @@
+package target
+
+import (
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"kollect.dev/kollect/informers"
+)
+
+// Inbox receives informer events for one Target actor. Events for the same
+// object replace each other until the actor drains them; a single wake-up
+// message is in the mailbox at most.
+type Inbox struct {
+	mu      sync.Mutex
+	pending map[string]informers.Event
+	nsDirty map[string]bool
+	woken   bool
+	root    *actor.RootContext
+	pid     *actor.PID
+}
+
+type wake struct{}
+
+// NewInbox builds an inbox; Bind connects it to its actor.
+func NewInbox(root *actor.RootContext) *Inbox {
+	return &Inbox{root: root, pending: map[string]informers.Event{}, nsDirty: map[string]bool{}}
+}
+
+// Bind sets the actor the inbox wakes.
+func (b *Inbox) Bind(pid *actor.PID) {
+	b.mu.Lock()
+	b.pid = pid
+	b.mu.Unlock()
+}
+
+// Notify implements informers.Subscriber.
+func (b *Inbox) Notify(ev informers.Event) {
+	b.mu.Lock()
+	b.pending[ev.GVR.String()+"|"+ev.Key] = ev
+	b.wakeLocked()
+}
+
+// NamespaceChanged implements informers.NamespaceSubscriber.
+func (b *Inbox) NamespaceChanged(name string) {
+	b.mu.Lock()
+	b.nsDirty[name] = true
+	b.wakeLocked()
+}
+
+func (b *Inbox) wakeLocked() {
+	send := !b.woken && b.pid != nil
+	b.woken = b.woken || send
+	pid := b.pid
+	b.mu.Unlock()
+	if send {
+		b.root.Send(pid, wake{})
+	}
+}
+
+// drain takes every pending event and namespace change.
+func (b *Inbox) drain() (map[string]informers.Event, map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	evs, ns := b.pending, b.nsDirty
+	b.pending, b.nsDirty, b.woken = map[string]informers.Event{}, map[string]bool{}, false
+	return evs, ns
+}

@@ -1,0 +1,287 @@
+package target
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+// Source is one GVR the target reads, with its cached objects.
+type Source struct {
+	GVR   schema.GroupVersionResource
+	GVK   schema.GroupVersionKind
+	Store informers.Store
+}
+
+// Config is a compiled target: built by the controller once per target or
+// profile generation.
+type Config struct {
+	Ref        messages.TargetRef
+	ProfileGVK schema.GroupVersionKind
+	Selection  *selection.Target
+	Extractor  *extract.Extractor
+	Sources    []Source
+	Generation int64
+}
+
+// Configure replaces the target's configuration; every cached object is
+// evaluated again.
+type Configure struct{ Config *Config }
+
+// Report is the target's observed state.
+type Report struct {
+	Ref                 messages.TargetRef
+	Generation          int64
+	Count               int
+	ExtractionFailures  int
+	LastExtractionError string
+}
+
+// Reporter receives reports; it must not block.
+type Reporter interface {
+	TargetReport(r Report)
+}
+
+// Namespaces reads namespace metadata for selection.
+type Namespaces interface {
+	Namespace(name string) *unstructured.Unstructured
+}
+
+type objKey struct {
+	gvr schema.GroupVersionResource
+	key string
+}
+
+type actorState struct {
+	inbox    *Inbox
+	ns       Namespaces
+	reporter Reporter
+	metrics  *actors.Metrics
+
+	cfg      *Config
+	rows     map[objKey]*rows.Row
+	failures map[objKey]string
+	lastErr  string
+	subs     map[string]*actor.PID
+	reported Report
+}
+
+// Props builds the actor's props.
+func Props(inbox *Inbox, ns Namespaces, reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &actorState{inbox: inbox, ns: ns, reporter: reporter, metrics: metrics,
+			rows: map[objKey]*rows.Row{}, failures: map[objKey]string{}, subs: map[string]*actor.PID{}}
+	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("target", name)...)))
+}
+
+func (a *actorState) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.inbox.Bind(ctx.Self())
+	case *Configure:
+		a.cfg = msg.Config
+		a.resync(ctx, "")
+	case wake:
+		evs, nss := a.inbox.drain()
+		if a.cfg == nil {
+			return
+		}
+		var ups []*rows.Row
+		var dels []rows.Key
+		for ns := range nss {
+			u, d := a.evaluateNamespace(ns)
+			ups, dels = append(ups, u...), append(dels, d...)
+		}
+		for _, ev := range evs {
+			if u, d := a.apply(ev); u != nil {
+				ups = append(ups, u)
+			} else if d != nil {
+				dels = append(dels, *d)
+			}
+		}
+		a.publish(ctx, ups, dels)
+	case *messages.Subscribe:
+		a.subs[msg.Inventory.String()] = msg.Inventory
+		ctx.Send(msg.Inventory, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+	case *messages.Unsubscribe:
+		delete(a.subs, msg.Inventory.String())
+	case *actor.Stopping:
+		for _, pid := range a.subs {
+			ctx.Send(pid, &messages.TargetGone{Target: a.ref()})
+		}
+		a.metrics.ItemsDelta(-len(a.rows))
+	}
+}
+
+func (a *actorState) ref() messages.TargetRef {
+	if a.cfg == nil {
+		return messages.TargetRef{}
+	}
+	return a.cfg.Ref
+}
+
+// resync evaluates every cached object again (namespace "" = all) and sends
+// the complete row set to subscribers.
+func (a *actorState) resync(ctx actor.Context, _ string) {
+	before := len(a.rows)
+	a.rows, a.failures = map[objKey]*rows.Row{}, map[objKey]string{}
+	for _, src := range a.cfg.Sources {
+		for _, obj := range src.Store.List("") {
+			a.evaluate(src, obj)
+		}
+	}
+	a.metrics.ItemsDelta(len(a.rows) - before)
+	for _, pid := range a.subs {
+		ctx.Send(pid, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+	}
+	a.report()
+}
+
+func (a *actorState) all() []*rows.Row {
+	out := make([]*rows.Row, 0, len(a.rows))
+	for _, r := range a.rows {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (a *actorState) source(gvr schema.GroupVersionResource) *Source {
+	for i := range a.cfg.Sources {
+		if a.cfg.Sources[i].GVR == gvr {
+			return &a.cfg.Sources[i]
+		}
+	}
+	return nil
+}
+
+// apply handles one event; it returns the upserted row or the deleted key,
+// or neither when nothing changed.
+func (a *actorState) apply(ev informers.Event) (*rows.Row, *rows.Key) {
+	src := a.source(ev.GVR)
+	if src == nil {
+		return nil, nil
+	}
+	k := objKey{ev.GVR, ev.Key}
+	old := a.rows[k]
+	var row *rows.Row
+	if !ev.Deleted && ev.Object != nil {
+		row = a.evaluate(*src, ev.Object)
+	} else {
+		delete(a.rows, k)
+		delete(a.failures, k)
+	}
+	return a.diff(k, old, row)
+}
+
+func (a *actorState) diff(k objKey, old, row *rows.Row) (*rows.Row, *rows.Key) {
+	switch {
+	case row == nil && old != nil:
+		a.metrics.ItemsDelta(-1)
+		key := old.Key()
+		return nil, &key
+	case row != nil && old == nil:
+		a.metrics.ItemsDelta(1)
+		return row, nil
+	case row != nil && !row.Equal(old):
+		return row, nil
+	}
+	return nil, nil
+}
+
+// evaluateNamespace re-evaluates the objects of one namespace after its
+// labels changed.
+func (a *actorState) evaluateNamespace(ns string) ([]*rows.Row, []rows.Key) {
+	var ups []*rows.Row
+	var dels []rows.Key
+	for _, src := range a.cfg.Sources {
+		for _, obj := range src.Store.List(ns) {
+			k := objKey{src.GVR, ns + "/" + obj.GetName()}
+			old := a.rows[k]
+			row := a.evaluate(src, obj)
+			if u, d := a.diff(k, old, row); u != nil {
+				ups = append(ups, u)
+			} else if d != nil {
+				dels = append(dels, *d)
+			}
+		}
+	}
+	return ups, dels
+}
+
+// evaluate runs selection and extraction for obj and stores the result: the
+// row, or its absence.
+func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.Row {
+	key := obj.GetName()
+	if obj.GetNamespace() != "" {
+		key = obj.GetNamespace() + "/" + key
+	}
+	k := objKey{src.GVR, key}
+	var nsInfo *selection.Namespace
+	if ns := obj.GetNamespace(); ns != "" {
+		nsInfo = &selection.Namespace{Name: ns}
+		if nsObj := a.ns.Namespace(ns); nsObj != nil {
+			nsInfo.Labels, nsInfo.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
+		}
+	}
+	if !a.cfg.Selection.Matches(src.GVK, obj.GetName(), obj.GetLabels(), nsInfo, obj.Object) {
+		delete(a.rows, k)
+		delete(a.failures, k)
+		return nil
+	}
+	attrs, err := a.cfg.Extractor.Extract(obj.Object)
+	if err != nil {
+		delete(a.rows, k)
+		a.failures[k] = err.Error()
+		a.lastErr = fmt.Sprintf("%s: %v", key, err)
+		return nil
+	}
+	delete(a.failures, k)
+	gvk := a.cfg.ProfileGVK
+	if len(a.cfg.Selection.Rules) > 0 {
+		gvk = src.GVK
+	}
+	row, err := rows.New(rows.Row{
+		TargetNamespace: a.cfg.Ref.Namespace, TargetName: a.cfg.Ref.Name,
+		Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+		UID: string(obj.GetUID()), Attributes: attrs,
+	})
+	if err != nil {
+		delete(a.rows, k)
+		a.failures[k] = err.Error()
+		a.lastErr = err.Error()
+		return nil
+	}
+	a.rows[k] = row
+	return row
+}
+
+func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key) {
+	if len(ups) > 0 || len(dels) > 0 {
+		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels}
+		for _, pid := range a.subs {
+			ctx.Send(pid, msg)
+		}
+	}
+	a.report()
+}
+
+func (a *actorState) report() {
+	r := Report{Ref: a.ref(), Generation: a.cfg.Generation, Count: len(a.rows), ExtractionFailures: len(a.failures)}
+	if len(a.failures) > 0 {
+		r.LastExtractionError = a.lastErr
+	}
+	if r != a.reported && a.reporter != nil {
+		a.reported = r
+		a.reporter.TargetReport(r)
+	}
+}

@@ -1,0 +1,261 @@
+package informers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Store reads the cached objects of one GVR.
+type Store interface {
+	List(namespace string) []*unstructured.Unstructured
+}
+
+// Manager runs the shared informers.
+type Manager struct {
+	dyn      dynamic.Interface
+	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	resync   time.Duration
+	syncWait time.Duration
+	metrics  *Metrics
+
+	mu         sync.Mutex
+	informers  map[schema.GroupVersionResource]*entry
+	namespaces *entry
+	nsSubs     map[string]NamespaceSubscriber
+}
+
+type entry struct {
+	gvr        schema.GroupVersionResource
+	namespace  string // "" when cluster-wide
+	informer   cache.SharedIndexInformer
+	cancel     context.CancelFunc
+	subs       map[string]sub
+	namespaced bool
+	count      atomic.Int64
+}
+
+type sub struct {
+	s         Subscriber
+	namespace string
+}
+
+// New builds a manager. resync is the informer resync period; syncWait
+// bounds the wait for an informer's first list, so a kind that cannot be
+// listed degrades its targets instead of hanging.
+func New(dyn dynamic.Interface, disco discovery.DiscoveryInterface, resync, syncWait time.Duration, metrics *Metrics) *Manager {
+	return &Manager{
+		dyn:       dyn,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		resync:    resync,
+		syncWait:  syncWait,
+		metrics:   metrics,
+		informers: map[schema.GroupVersionResource]*entry{},
+		nsSubs:    map[string]NamespaceSubscriber{},
+	}
+}
+
+// ErrNotServed means the API server does not serve the kind (its CRD is
+// not installed).
+var ErrNotServed = errors.New("kind is not served by the API server")
+
+// Resolve maps a kind to its resource through discovery. A miss refreshes
+// discovery once, so a CRD installed later is found.
+func (m *Manager) Resolve(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		m.mapper.Reset()
+		mapping, err = m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return schema.GroupVersionResource{}, false, fmt.Errorf("%s: %w", gvk, ErrNotServed)
+		}
+		return schema.GroupVersionResource{}, false, fmt.Errorf("resolve %s: %w", gvk, err)
+	}
+	return mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// Acquire subscribes id to the objects of gvk. namespace narrows what the
+// subscriber needs ("" for all namespaces); the informer is scoped to one
+// namespace while every subscriber names the same one. It returns once the
+// informer has listed, or with an error that says why it could not.
+func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, namespace string, s Subscriber) (schema.GroupVersionResource, Store, error) {
+	gvr, namespaced, err := m.Resolve(gvk)
+	if err != nil {
+		return gvr, nil, err
+	}
+	if !namespaced {
+		namespace = ""
+	}
+	m.mu.Lock()
+	e := m.informers[gvr]
+	if e == nil {
+		e = &entry{gvr: gvr, subs: map[string]sub{}, namespaced: namespaced}
+		m.informers[gvr] = e
+	}
+	e.subs[id] = sub{s: s, namespace: namespace}
+	want := e.desiredNamespace()
+	var informer cache.SharedIndexInformer
+	if e.informer == nil || want != e.namespace {
+		m.restartLocked(e, want)
+	}
+	informer = e.informer
+	m.mu.Unlock()
+
+	syncCtx, cancel := context.WithTimeout(ctx, m.syncWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		m.Release(gvr, id)
+		return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
+	}
+	return gvr, storeOf(informer), nil
+}
+
+// Release drops id's subscription; the last one stops the informer.
+func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.informers[gvr]
+	if e == nil {
+		return
+	}
+	delete(e.subs, id)
+	if len(e.subs) == 0 {
+		e.cancel()
+		delete(m.informers, gvr)
+		m.metrics.forget(gvr)
+		return
+	}
+	if want := e.desiredNamespace(); want != e.namespace {
+		m.restartLocked(e, want)
+	}
+}
+
+func (e *entry) desiredNamespace() string {
+	ns, first := "", true
+	for _, s := range e.subs {
+		if first {
+			ns, first = s.namespace, false
+		} else if s.namespace != ns {
+			return ""
+		}
+	}
+	return ns
+}
+
+// restartLocked (re)starts e's informer for namespace. Subscribers receive
+// the new informer's initial list as upserts; unchanged rows are absorbed
+// downstream.
+func (m *Manager) restartLocked(e *entry, namespace string) {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	ns := namespace
+	if ns == "" {
+		ns = metav1.NamespaceAll
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	_ = inf.SetTransform(stripNoise)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.dispatch(e, obj, false, 1) },
+		UpdateFunc: func(_, obj any) { m.dispatch(e, obj, false, 0) },
+		DeleteFunc: func(obj any) { m.dispatch(e, obj, true, -1) },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	e.informer, e.namespace, e.cancel = inf, namespace, cancel
+	e.count.Store(0)
+	m.metrics.scope(e.gvr, namespace == "")
+	go inf.Run(ctx.Done())
+}
+
+func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	if u == nil {
+		return
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(u)
+	ev := Event{GVR: e.gvr, Key: key, Deleted: deleted, Object: u}
+	m.mu.Lock()
+	subs := make([]sub, 0, len(e.subs))
+	for _, s := range e.subs {
+		subs = append(subs, s)
+	}
+	m.mu.Unlock()
+	for _, s := range subs {
+		s.s.Notify(ev)
+	}
+	if delta != 0 {
+		m.metrics.objects(e.gvr, int(e.count.Add(delta)))
+	}
+}
+
+// stripNoise drops what no extraction needs before it is cached.
+func stripNoise(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		delete(md, "managedFields")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	return u, nil
+}
+
+type indexerStore struct{ idx cache.Indexer }
+
+func storeOf(inf cache.SharedIndexInformer) Store { return indexerStore{idx: inf.GetIndexer()} }
+
+func (s indexerStore) List(namespace string) []*unstructured.Unstructured {
+	var objs []any
+	if namespace == "" {
+		objs = s.idx.List()
+	} else {
+		objs, _ = s.idx.ByIndex(cache.NamespaceIndex, namespace)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Stop stops every informer.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gvr, e := range m.informers {
+		e.cancel()
+		delete(m.informers, gvr)
+	}
+	if m.namespaces != nil {
+		m.namespaces.cancel()
+		m.namespaces = nil
+	}
+}

@@ -1,0 +1,51 @@
+package informers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Metrics are the informer series of OPERATIONS §3. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	objectCount *prometheus.GaugeVec
+	clusterWide *prometheus.GaugeVec
+}
+
+// NewMetrics registers the informer series with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		objectCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kollect_informer_objects", Help: "Objects in each collection informer's cache.",
+		}, []string{"group", "version", "resource"}),
+		clusterWide: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kollect_informer_cluster_wide_scope", Help: "1 if the informer watches every namespace, 0 if one.",
+		}, []string{"group", "version", "resource"}),
+	}
+	reg.MustRegister(m.objectCount, m.clusterWide)
+	return m
+}
+
+func (m *Metrics) objects(gvr schema.GroupVersionResource, n int) {
+	if m != nil {
+		m.objectCount.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Set(float64(n))
+	}
+}
+
+func (m *Metrics) scope(gvr schema.GroupVersionResource, clusterWide bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if clusterWide {
+		v = 1
+	}
+	m.clusterWide.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Set(v)
+}
+
+func (m *Metrics) forget(gvr schema.GroupVersionResource) {
+	if m != nil {
+		m.objectCount.DeleteLabelValues(gvr.Group, gvr.Version, gvr.Resource)
+		m.clusterWide.DeleteLabelValues(gvr.Group, gvr.Version, gvr.Resource)
+	}
+}

@@ -1,0 +1,128 @@
+package extract
+
+import (
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+)
+
+// celEnv declares the single dynamic variable `object`.
+func celEnv() (*cel.Env, error) {
+	return cel.NewEnv(cel.Variable("object", cel.DynType))
+}
+
+func compileProgram(expr string) (cel.Program, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("cel environment: %w", err)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("invalid CEL %q: %w", expr, iss.Err())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, fmt.Errorf("invalid CEL %q: %w", expr, err)
+	}
+	return prg, nil
+}
+
+// objectActivation binds `object` without allocating a map per evaluation.
+type objectActivation struct{ obj map[string]any }
+
+func (a *objectActivation) ResolveName(name string) (any, bool) {
+	if name == "object" {
+		return a.obj, true
+	}
+	return nil, false
+}
+
+func (a *objectActivation) Parent() interpreter.Activation { return nil }
+
+type celPath struct {
+	prg cel.Program
+	act objectActivation
+}
+
+func compileCEL(expr string) (evaluator, error) {
+	prg, err := compileProgram(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &celPath{prg: prg}, nil
+}
+
+func (c *celPath) eval(obj map[string]any) (any, bool, error) {
+	c.act.obj = obj
+	out, _, err := c.prg.Eval(&c.act)
+	c.act.obj = nil
+	if err != nil {
+		return nil, false, err
+	}
+	if out == types.NullValue {
+		return nil, false, nil
+	}
+	return celNative(out), true, nil
+}
+
+// celNative converts a CEL value into plain Go values (maps, lists,
+// scalars) that encode to JSON.
+func celNative(v ref.Val) any {
+	switch v := v.(type) {
+	case traits.Mapper:
+		if m, ok := v.Value().(map[string]any); ok {
+			return m
+		}
+		out := map[string]any{}
+		it := v.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			out[fmt.Sprint(celNative(k))] = celNative(v.Get(k))
+		}
+		return out
+	case traits.Lister:
+		if l, ok := v.Value().([]any); ok {
+			return l
+		}
+		var out []any
+		it := v.Iterator()
+		for it.HasNext() == types.True {
+			out = append(out, celNative(it.Next()))
+		}
+		return out
+	case types.Timestamp:
+		return v.Time.UTC().Format("2006-01-02T15:04:05Z07:00")
+	case types.Duration:
+		return v.Duration.String()
+	}
+	return v.Value()
+}
+
+// Condition is a compiled CEL boolean expression over `object`, as used by
+// resourceRules[].matchPolicy.
+type Condition struct{ c celPath }
+
+// CompileCondition compiles a boolean CEL expression.
+func CompileCondition(expr string) (*Condition, error) {
+	prg, err := compileProgram(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &Condition{c: celPath{prg: prg}}, nil
+}
+
+// Match reports whether the expression is true for obj; an evaluation error
+// or a non-boolean result is no match.
+func (c *Condition) Match(obj map[string]any) bool {
+	v, found, err := c.c.eval(obj)
+	if err != nil || !found {
+		return false
+	}
+	b, ok := v.(bool)
+	return ok && b
+}
+

@@ -1,0 +1,8 @@
+// Package rows is Kollect's data contract: a Row per collected object, and
+// an immutable Snapshot of an inventory's rows in canonical order with the
+// checksum upstream readers verify (SEMANTICS §3).
+//
+// Rows carry their canonical JSON, encoded once when the row is built, so
+// that snapshots, checksums and sinks never re-serialise unchanged rows.
+// This package is a leaf: it imports nothing of Kollect's own.
+package rows

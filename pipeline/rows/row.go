@@ -1,0 +1,79 @@
+package rows
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// SchemaVersion is written into every envelope.
+const SchemaVersion = "kollect.dev/v1alpha1"
+
+// Row is one collected object as seen through a profile. Field order is the
+// upstream JSON order.
+type Row struct {
+	TargetNamespace string         `json:"targetNamespace"`
+	TargetName      string         `json:"targetName"`
+	Namespace       string         `json:"namespace"`
+	Name            string         `json:"name"`
+	Group           string         `json:"group,omitempty"`
+	Version         string         `json:"version"`
+	Kind            string         `json:"kind"`
+	UID             string         `json:"uid"`
+	Attributes      map[string]any `json:"attributes"`
+
+	raw []byte
+}
+
+// New builds a row and encodes its canonical JSON. attributes may be nil.
+func New(r Row) (*Row, error) {
+	if r.Attributes == nil {
+		r.Attributes = map[string]any{}
+	}
+	raw, err := encode(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode row %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	r.raw = raw
+	return &r, nil
+}
+
+// JSON is the row's canonical compact JSON (Go encoding/json output, map
+// keys sorted). Callers must not modify it.
+func (r *Row) JSON() []byte { return r.raw }
+
+// Key identifies a row inside an inventory: the target and the object's
+// UID.
+func (r *Row) Key() Key {
+	return Key{TargetNamespace: r.TargetNamespace, TargetName: r.TargetName, UID: r.UID}
+}
+
+// SortKey is the canonical order key: targetNamespace, targetName,
+// namespace, name, uid, group, version, kind joined by NUL bytes.
+func (r *Row) SortKey() string {
+	return strings.Join([]string{r.TargetNamespace, r.TargetName, r.Namespace, r.Name, r.UID, r.Group, r.Version, r.Kind}, "\x00")
+}
+
+// Equal reports whether two rows have the same content.
+func (r *Row) Equal(o *Row) bool {
+	return r == o || (r != nil && o != nil && bytes.Equal(r.raw, o.raw))
+}
+
+// Key identifies a row: the target that collected it and the object's UID.
+type Key struct {
+	TargetNamespace string
+	TargetName      string
+	UID             string
+}
+
+func (k Key) String() string { return k.TargetNamespace + "/" + k.TargetName + "/" + k.UID }
+
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,101 @@
+package rows
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Identity names the inventory a snapshot belongs to.
+type Identity struct {
+	Namespace  string
+	Name       string
+	Generation int64
+}
+
+// Snapshot is an immutable, canonically ordered set of rows with its
+// checksum. It is shared between actors and sinks; nobody may modify it.
+type Snapshot struct {
+	Inventory  Identity
+	Rows       []*Row
+	Checksum   string
+	ExportedAt time.Time
+}
+
+// NewSnapshot orders rows canonically and computes the checksum. It takes
+// ownership of rows.
+func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
+	keys := make([]string, len(rs))
+	idx := make([]int, len(rs))
+	for i, r := range rs {
+		keys[i] = r.SortKey()
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case keys[a] < keys[b]:
+			return -1
+		case keys[a] > keys[b]:
+			return 1
+		}
+		return 0
+	})
+	ordered := make([]*Row, len(rs))
+	for i, j := range idx {
+		ordered[i] = rs[j]
+	}
+	return &Snapshot{Inventory: id, Rows: ordered, Checksum: Checksum(ordered), ExportedAt: at.UTC()}
+}
+
+// Checksum is the lower-case hex SHA-256 of the compact JSON array of rows
+// in the order given.
+func Checksum(rs []*Row) string {
+	h := sha256.New()
+	h.Write([]byte{'['})
+	for i, r := range rs {
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(r.raw)
+	}
+	h.Write([]byte{']'})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ChecksumShort is the first 12 hex characters of the checksum.
+func (s *Snapshot) ChecksumShort() string {
+	if len(s.Checksum) < 12 {
+		return s.Checksum
+	}
+	return s.Checksum[:12]
+}
+
+// Envelope writes the snapshot as the compact export envelope of SEMANTICS
+// §3.2, byte for byte as upstream writes it. cluster is set only by the
+// pipeline CLI.
+func (s *Snapshot) Envelope(cluster string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"schemaVersion":"` + SchemaVersion + `","checksum":"` + s.Checksum + `"`)
+	if s.Inventory.Generation != 0 {
+		b.WriteString(`,"generation":` + strconv.FormatInt(s.Inventory.Generation, 10))
+	}
+	b.WriteString(`,"itemCount":` + strconv.Itoa(len(s.Rows)))
+	b.WriteString(`,"exportedAt":"` + s.ExportedAt.Format(time.RFC3339Nano) + `"`)
+	if cluster != "" {
+		c, _ := encode(cluster)
+		b.WriteString(`,"cluster":`)
+		b.Write(c)
+	}
+	b.WriteString(`,"items":[`)
+	for i, r := range s.Rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(r.raw)
+	}
+	b.WriteString("]}")
+	return b.Bytes()
+}

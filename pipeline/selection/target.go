@@ -1,0 +1,138 @@
+package selection
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/pipeline/extract"
+)
+
+// WatchKey is the label (on objects and namespaces) and annotation (on
+// namespaces, as kollect.dev/namespace-watch) that opt in or out.
+const (
+	WatchLabel          = "kollect.dev/watch"
+	NamespaceWatchAnnot = "kollect.dev/namespace-watch"
+)
+
+// Namespace is what selection needs to know about a namespace.
+type Namespace struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Rule is one compiled resourceRules entry.
+type Rule struct {
+	GVK               schema.GroupVersionKind
+	NamespaceSelector labels.Selector // nil: any namespace
+	Labels            labels.Selector // nil: any labels
+	Policy            *extract.Condition
+}
+
+// Target is a compiled selection.
+type Target struct {
+	Included                 map[string]bool // empty: no allow-list
+	Excluded                 map[string]bool
+	NamespaceSelector        labels.Selector // nil: every namespace
+	NamespaceExcludeSelector labels.Selector // nil: none excluded
+	Labels                   labels.Selector // legacy mode; nil: any
+	Names                    map[string]bool // legacy mode; empty: any
+	Rules                    []Rule
+	OptIn                    bool
+}
+
+// NamespaceMatches reports whether objects of ns are collected at all.
+func (t *Target) NamespaceMatches(ns Namespace) bool {
+	if len(t.Included) > 0 && !t.Included[ns.Name] {
+		return false
+	}
+	if t.Excluded[ns.Name] {
+		return false
+	}
+	set := labels.Set(ns.Labels)
+	if t.NamespaceExcludeSelector != nil && t.NamespaceExcludeSelector.Matches(set) {
+		return false
+	}
+	return t.NamespaceSelector == nil || t.NamespaceSelector.Matches(set)
+}
+
+// Matches decides whether the object is collected. ns is nil for
+// cluster-scoped objects.
+func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels map[string]string, ns *Namespace, obj map[string]any) bool {
+	if ns != nil && !t.NamespaceMatches(*ns) {
+		return false
+	}
+	set := labels.Set(objLabels)
+	if len(t.Rules) > 0 {
+		matched := false
+		for _, r := range t.Rules {
+			if r.matches(gvk, set, ns, obj) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return false
+		}
+	} else {
+		if len(t.Names) > 0 && !t.Names[name] {
+			return false
+		}
+		if t.Labels != nil && !t.Labels.Matches(set) {
+			return false
+		}
+	}
+	return t.watchGate(objLabels, ns)
+}
+
+func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Set, ns *Namespace, obj map[string]any) bool {
+	if r.GVK != gvk {
+		return false
+	}
+	if r.NamespaceSelector != nil && (ns == nil || !r.NamespaceSelector.Matches(labels.Set(ns.Labels))) {
+		return false
+	}
+	if r.Labels != nil && !r.Labels.Matches(set) {
+		return false
+	}
+	return r.Policy == nil || r.Policy.Match(obj)
+}
+
+// watchGate applies the kollect.dev/watch label and annotation (§2.5).
+func (t *Target) watchGate(objLabels map[string]string, ns *Namespace) bool {
+	switch objLabels[WatchLabel] {
+	case "disabled":
+		return false
+	case "enabled":
+		return true
+	}
+	nsState := ""
+	if ns != nil {
+		nsState = ns.Labels[WatchLabel]
+		if a := ns.Annotations[NamespaceWatchAnnot]; a == "enabled" || a == "disabled" {
+			if nsState != "disabled" {
+				nsState = a
+			}
+		}
+	}
+	if nsState == "disabled" {
+		return false
+	}
+	return !t.OptIn || nsState == "enabled"
+}
+
+// GVKs lists the kinds the target reads: each rule's, or the profile's.
+func (t *Target) GVKs(profile schema.GroupVersionKind) []schema.GroupVersionKind {
+	if len(t.Rules) == 0 {
+		return []schema.GroupVersionKind{profile}
+	}
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, r := range t.Rules {
+		if !seen[r.GVK] {
+			seen[r.GVK] = true
+			out = append(out, r.GVK)
+		}
+	}
+	return out
+}

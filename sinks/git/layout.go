@@ -1,0 +1,185 @@
+package git
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"kollect.dev/kollect/pipeline/rows"
+)
+
+// Layout says which files an export writes.
+type Layout struct {
+	Mode         string // document (default) or perResource
+	Content      string // item (default), attributes or manifest
+	Format       string // yaml (default), json or ndjson
+	DocumentPath string // template; default inventory/{namespace}/{name}{extension}
+	ItemPath     string // template; default {cluster}/{sourceNamespace}/{kind}/{sourceName}{extension}
+	ManifestKey  string // attribute holding the manifest (default resource)
+	Cluster      string
+	MaxSegment   int
+	KeepKindCase bool
+	GroupInPath  string // auto (default), always, never
+}
+
+func (l Layout) extension() string {
+	switch l.Format {
+	case "json":
+		return ".json"
+	case "ndjson":
+		return ".ndjson"
+	}
+	return ".yaml"
+}
+
+func (l Layout) cluster() string {
+	if l.Cluster == "" {
+		return "default"
+	}
+	return l.Cluster
+}
+
+// documentPath renders the inventory document's path.
+func (l Layout) documentPath(id rows.Identity) string {
+	tmpl := l.DocumentPath
+	if tmpl == "" {
+		tmpl = "inventory/{namespace}/{name}{extension}"
+	}
+	return strings.NewReplacer("{cluster}", l.cluster(), "{namespace}", id.Namespace, "{name}", id.Name,
+		"{generation}", fmt.Sprint(id.Generation), "{extension}", l.extension()).Replace(tmpl)
+}
+
+var (
+	separators = regexp.MustCompile(`[/\\:]+`)
+	dots       = regexp.MustCompile(`\.{2,}`)
+)
+
+func (l Layout) segment(v string) string {
+	v = strings.TrimSpace(v)
+	v = separators.ReplaceAllString(v, "-")
+	v = dots.ReplaceAllString(v, "-")
+	v = strings.Trim(v, ".-")
+	max := l.MaxSegment
+	if max <= 0 {
+		max = 63
+	}
+	if len(v) > max {
+		v = strings.Trim(v[:max], ".-")
+	}
+	return v
+}
+
+// itemPath renders one row's file path.
+func (l Layout) itemPath(id rows.Identity, r *rows.Row) (string, error) {
+	tmpl := l.ItemPath
+	if tmpl == "" {
+		tmpl = "{cluster}/{sourceNamespace}/{kind}/{sourceName}{extension}"
+	}
+	kind := r.Kind
+	if !l.KeepKindCase {
+		kind = strings.ToLower(kind)
+	}
+	group := r.Group
+	if l.GroupInPath == "never" {
+		group = ""
+	}
+	s := l.segment
+	p := strings.NewReplacer(
+		"{cluster}", s(l.cluster()), "{namespace}", s(id.Namespace), "{name}", s(id.Name),
+		"{targetNamespace}", s(r.TargetNamespace), "{targetName}", s(r.TargetName),
+		"{sourceNamespace}", s(r.Namespace), "{sourceName}", s(r.Name),
+		"{group}", s(group), "{kind}", s(kind), "{uid}", s(r.UID),
+		"{generation}", fmt.Sprint(id.Generation), "{extension}", l.extension(),
+	).Replace(tmpl)
+	var parts []string
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			continue
+		case ".", "..":
+			return "", fmt.Errorf("layout path %q has a %q segment", p, seg)
+		}
+		parts = append(parts, seg)
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("layout path for %s/%s is empty", r.Namespace, r.Name)
+	}
+	return path.Join(parts...), nil
+}
+
+// renderItem encodes one row's file.
+func (l Layout) renderItem(r *rows.Row) ([]byte, error) {
+	var payload []byte
+	switch l.Content {
+	case "attributes":
+		b, err := json.Marshal(r.Attributes)
+		if err != nil {
+			return nil, err
+		}
+		payload = b
+	case "manifest":
+		key := l.ManifestKey
+		if key == "" {
+			key = "resource"
+		}
+		m, ok := r.Attributes[key]
+		if !ok {
+			return nil, fmt.Errorf("row %s/%s has no %q attribute to write as a manifest", r.Namespace, r.Name, key)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		payload = b
+	default:
+		payload = r.JSON()
+	}
+	return encodeFile(l.Format, payload, true)
+}
+
+// renderDocument encodes the whole snapshot as one document.
+func (l Layout) renderDocument(snap *rows.Snapshot) ([]byte, error) {
+	switch l.Format {
+	case "json":
+		return snap.Envelope(""), nil
+	case "ndjson":
+		var b strings.Builder
+		for _, r := range snap.Rows {
+			b.Write(r.JSON())
+			b.WriteByte('\n')
+		}
+		return []byte(b.String()), nil
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range snap.Rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(r.JSON())
+	}
+	b.WriteByte(']')
+	return yaml.JSONToYAML([]byte(b.String()))
+}
+
+func encodeFile(format string, payload []byte, indentJSON bool) ([]byte, error) {
+	switch format {
+	case "ndjson":
+		return append(append([]byte(nil), payload...), '\n'), nil
+	case "json":
+		var v any
+		if err := json.Unmarshal(payload, &v); err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	}
+	return yaml.JSONToYAML(payload)
+}

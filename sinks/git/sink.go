@@ -1,0 +1,426 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Config is a resolved Git sink.
+type Config struct {
+	URL           string // https://, http:// or file:// remote
+	Branch        string // default main
+	Username      string
+	Token         string // password or token
+	AuthorName    string // default kollect
+	AuthorEmail   string // default kollect@kollect.dev
+	CommitMessage string // subject template
+	ForcePush     bool
+	SinkName      string
+	MirrorDir     string // local mirror; default a temp dir
+	Layout        Layout
+}
+
+// Sink exports snapshots to one branch of one remote.
+type Sink struct {
+	cfg  Config
+	mu   sync.Mutex
+	repo *gogit.Repository
+
+	// State of the last successful export, to work in proportion to change.
+	lastCommit plumbing.Hash
+	lastFlat   map[string]entry
+	written    map[string]bool
+	rendered   map[*rows.Row]renderedFile
+}
+
+type entry struct {
+	hash plumbing.Hash
+	mode filemode.FileMode
+}
+
+type renderedFile struct {
+	path string
+	hash plumbing.Hash
+	size int
+}
+
+var _ sinks.Snapshot = (*Sink)(nil)
+
+// New opens (or creates) the local mirror for cfg.
+func New(cfg Config) (*Sink, error) {
+	if cfg.Branch == "" {
+		cfg.Branch = "main"
+	}
+	if cfg.AuthorName == "" {
+		cfg.AuthorName = "kollect"
+	}
+	if cfg.AuthorEmail == "" {
+		cfg.AuthorEmail = "kollect@kollect.dev"
+	}
+	if cfg.CommitMessage == "" {
+		cfg.CommitMessage = "chore({cluster}/{namespace}/{name}): export {itemCount} items @ {checksumShort}"
+	}
+	dir := cfg.MirrorDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kollect-git-")
+		if err != nil {
+			return nil, fmt.Errorf("git mirror: %w", err)
+		}
+		dir = d
+	}
+	repo, err := gogit.PlainOpen(dir)
+	if errors.Is(err, gogit.ErrRepositoryNotExists) {
+		repo, err = gogit.PlainInit(dir, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
+	_ = repo.DeleteRemote("origin")
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}}); err != nil {
+		return nil, fmt.Errorf("git remote: %w", err)
+	}
+	return &Sink{cfg: cfg, repo: repo, rendered: map[*rows.Row]renderedFile{}}, nil
+}
+
+func (s *Sink) auth() transport.AuthMethod {
+	if s.cfg.Token == "" {
+		return nil
+	}
+	user := s.cfg.Username
+	if user == "" {
+		user = "x-access-token"
+	}
+	return &githttp.BasicAuth{Username: user, Password: s.cfg.Token}
+}
+
+// Export makes the branch hold exactly the files of snap, in one commit.
+func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ack, err := s.export(ctx, snap)
+	if errors.Is(err, gogit.ErrNonFastForwardUpdate) || isRejected(err) {
+		// Someone else pushed: rebase onto the new tip once.
+		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
+		ack, err = s.export(ctx, snap)
+	}
+	return ack, err
+}
+
+func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	base, err := s.fetch(ctx)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	flat, err := s.flatten(base)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	files, bytes, err := s.render(snap)
+	if err != nil {
+		return sinks.Ack{}, sinks.Permanent(err)
+	}
+	next := make(map[string]entry, len(flat)+len(files))
+	for p, e := range flat {
+		if !s.wroteBefore(p) {
+			next[p] = e
+		}
+	}
+	written := make(map[string]bool, len(files))
+	for p, h := range files {
+		next[p] = entry{hash: h, mode: filemode.Regular}
+		written[p] = true
+	}
+	root, err := s.writeTrees(next)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: bytes}
+	if base != plumbing.ZeroHash {
+		if c, err := s.repo.CommitObject(base); err == nil && c.TreeHash == root {
+			s.remember(base, next, written)
+			return ack, nil // the remote already holds this content
+		}
+	}
+	commit, err := s.commit(root, base, snap)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	if err := s.push(ctx, commit, base == plumbing.ZeroHash); err != nil {
+		return sinks.Ack{}, err
+	}
+	s.remember(commit, next, written)
+	ack.Changed, ack.Revision = true, commit.String()
+	return ack, nil
+}
+
+func (s *Sink) remember(commit plumbing.Hash, flat map[string]entry, written map[string]bool) {
+	s.lastCommit, s.lastFlat, s.written = commit, flat, written
+}
+
+// wroteBefore reports whether path is a file this sink wrote last time (and
+// so is replaced or removed by this export).
+func (s *Sink) wroteBefore(p string) bool {
+	if s.written != nil {
+		return s.written[p]
+	}
+	// After a restart: the document path, or files under the item tree's
+	// fixed prefix, are ours.
+	return false
+}
+
+func (s *Sink) remoteRef() plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName("origin", s.cfg.Branch)
+}
+
+// fetch brings the remote branch tip into the mirror; an empty remote or a
+// missing branch gives the zero hash.
+func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
+	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", s.cfg.Branch, s.remoteRef()))
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), Force: true})
+	switch {
+	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), isMissingRef(err):
+		return plumbing.ZeroHash, nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return plumbing.ZeroHash, sinks.Permanent(fmt.Errorf("git fetch %s: %w", redact(s.cfg.URL), err))
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("git fetch %s: %w", redact(s.cfg.URL), err)
+	}
+	ref, err := s.repo.Reference(s.remoteRef(), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: read %s: %w", s.remoteRef(), err)
+	}
+	return ref.Hash(), nil
+}
+
+func isMissingRef(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "couldn't find remote ref")
+}
+
+func isRejected(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first"))
+}
+
+// flatten lists every file of the base commit's tree (path → blob), reusing
+// the previous export's listing when the remote has not moved.
+func (s *Sink) flatten(base plumbing.Hash) (map[string]entry, error) {
+	if base == plumbing.ZeroHash {
+		return map[string]entry{}, nil
+	}
+	if base == s.lastCommit && s.lastFlat != nil {
+		return s.lastFlat, nil
+	}
+	s.written = nil
+	commit, err := s.repo.CommitObject(base)
+	if err != nil {
+		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("git: read tree: %w", err)
+	}
+	flat := map[string]entry{}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err != nil {
+			break
+		}
+		if e.Mode != filemode.Dir {
+			flat[name] = entry{hash: e.Hash, mode: e.Mode}
+		}
+	}
+	return flat, nil
+}
+
+// render writes the blobs of this export and returns path → blob hash.
+func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, error) {
+	l := s.cfg.Layout
+	files := map[string]plumbing.Hash{}
+	var total int64
+	if l.Mode != "perResource" {
+		data, err := l.renderDocument(snap)
+		if err != nil {
+			return nil, 0, fmt.Errorf("render document: %w", err)
+		}
+		h, err := s.blob(data)
+		if err != nil {
+			return nil, 0, err
+		}
+		files[l.documentPath(snap.Inventory)] = h
+		return files, int64(len(data)), nil
+	}
+	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
+	for _, r := range snap.Rows {
+		rf, ok := s.rendered[r]
+		if !ok {
+			p, err := l.itemPath(snap.Inventory, r)
+			if err != nil {
+				return nil, 0, err
+			}
+			data, err := l.renderItem(r)
+			if err != nil {
+				return nil, 0, err
+			}
+			h, err := s.blob(data)
+			if err != nil {
+				return nil, 0, err
+			}
+			rf = renderedFile{path: p, hash: h, size: len(data)}
+		}
+		if _, dup := files[rf.path]; dup {
+			return nil, 0, fmt.Errorf("layout collision: two rows render to %s", rf.path)
+		}
+		files[rf.path] = rf.hash
+		total += int64(rf.size)
+		next[r] = rf
+	}
+	s.rendered = next
+	return files, total, nil
+}
+
+func (s *Sink) blob(data []byte) (plumbing.Hash, error) {
+	obj := s.repo.Storer.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.repo.Storer.SetEncodedObject(obj)
+}
+
+// writeTrees stores the tree objects for flat and returns the root hash.
+func (s *Sink) writeTrees(flat map[string]entry) (plumbing.Hash, error) {
+	type dir struct {
+		files map[string]entry
+		dirs  map[string]*dir
+	}
+	newDir := func() *dir { return &dir{files: map[string]entry{}, dirs: map[string]*dir{}} }
+	root := newDir()
+	for p, e := range flat {
+		d := root
+		parts := strings.Split(p, "/")
+		for _, seg := range parts[:len(parts)-1] {
+			if d.dirs[seg] == nil {
+				d.dirs[seg] = newDir()
+			}
+			d = d.dirs[seg]
+		}
+		d.files[parts[len(parts)-1]] = e
+	}
+	var write func(d *dir) (plumbing.Hash, error)
+	write = func(d *dir) (plumbing.Hash, error) {
+		var entries []object.TreeEntry
+		for name, e := range d.files {
+			entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
+		}
+		for name, sub := range d.dirs {
+			h, err := write(sub)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+		// Git orders entries by name, directories as if followed by "/".
+		sort.Slice(entries, func(i, j int) bool { return sortName(entries[i]) < sortName(entries[j]) })
+		obj := s.repo.Storer.NewEncodedObject()
+		if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return s.repo.Storer.SetEncodedObject(obj)
+	}
+	return write(root)
+}
+
+func sortName(e object.TreeEntry) string {
+	if e.Mode == filemode.Dir {
+		return e.Name + "/"
+	}
+	return e.Name
+}
+
+func (s *Sink) commit(tree, parent plumbing.Hash, snap *rows.Snapshot) (plumbing.Hash, error) {
+	now := time.Now()
+	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
+	c := &object.Commit{Author: sig, Committer: sig, Message: s.message(snap), TreeHash: tree}
+	if parent != plumbing.ZeroHash {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	obj := s.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: encode commit: %w", err)
+	}
+	h, err := s.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: store commit: %w", err)
+	}
+	ref := plumbing.NewHashReference(plumbing.NewBranchReferenceName(s.cfg.Branch), h)
+	if err := s.repo.Storer.SetReference(ref); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: update branch: %w", err)
+	}
+	return h, nil
+}
+
+func (s *Sink) message(snap *rows.Snapshot) string {
+	cluster := s.cfg.Layout.cluster()
+	return strings.NewReplacer(
+		"{namespace}", snap.Inventory.Namespace, "{name}", snap.Inventory.Name, "{cluster}", cluster,
+		"{generation}", fmt.Sprint(snap.Inventory.Generation), "{exportGeneration}", fmt.Sprint(snap.Inventory.Generation),
+		"{itemCount}", fmt.Sprint(len(snap.Rows)), "{checksum}", snap.Checksum, "{checksumShort}", snap.ChecksumShort(),
+		"{exportedAt}", snap.ExportedAt.Format(time.RFC3339), "{sink}", s.cfg.SinkName,
+		"{path}", path.Dir(s.cfg.Layout.documentPath(snap.Inventory)),
+	).Replace(s.cfg.CommitMessage) + "\n"
+}
+
+func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool) error {
+	spec := fmt.Sprintf("refs/heads/%s:refs/heads/%s", s.cfg.Branch, s.cfg.Branch)
+	if s.cfg.ForcePush || newBranch {
+		spec = "+" + spec
+	}
+	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}, Auth: s.auth()})
+	switch {
+	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
+		return nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return sinks.Permanent(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err))
+	}
+	return fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err)
+}
+
+// redact drops userinfo from a URL before it reaches an error message.
+func redact(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if at := strings.Index(u[i+3:], "@"); at >= 0 {
+			return u[:i+3] + u[i+3+at+1:]
+		}
+	}
+	return u
+}

@@ -1,0 +1,151 @@
+package git_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks/git"
+)
+
+func gitCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// remote creates a bare repository whose main branch already holds a
+// README that the sink must leave alone.
+func remote(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	gitCmd(t, dir, "init", "--bare", "-b", "main", bare)
+	work := filepath.Join(dir, "seed")
+	gitCmd(t, dir, "clone", bare, work)
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("inventory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, work, "add", "README.md")
+	gitCmd(t, work, "commit", "-m", "seed")
+	gitCmd(t, work, "push", "origin", "HEAD:main")
+	return bare
+}
+
+func row(t *testing.T, name, image string) *rows.Row {
+	t.Helper()
+	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo", Name: name,
+		Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name,
+		Attributes: map[string]any{"image": image, "replicas": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func snap(rs ...*rows.Row) *rows.Snapshot {
+	return rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1}, rs, time.Now())
+}
+
+func TestPerResourceExportsAreOneCommitEachAndOnlyOnChange(t *testing.T) {
+	bare := remote(t)
+	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{
+		Mode: "perResource", Content: "attributes", Format: "yaml", Cluster: "kollect-hero",
+		ItemPath: "namespaces/{sourceNamespace}/{kind}/{sourceName}{extension}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	commits := func() string { return gitCmd(t, bare, "rev-list", "--count", "main") }
+	show := func(p string) string { return gitCmd(t, bare, "show", "main:"+p) }
+
+	storefront, cart := row(t, "storefront", "shop:1.0"), row(t, "cart", "cart:1.0")
+	ack, err := s.Export(ctx, snap(storefront, cart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ack.Changed || ack.Rows != 2 || commits() != "2" {
+		t.Fatalf("first export: want one new commit holding 2 rows, got %+v and %s commits", ack, commits())
+	}
+	if got := show("namespaces/demo/deployment/storefront.yaml"); got != "image: shop:1.0\nreplicas: 2" {
+		t.Errorf("storefront file:\n%s", got)
+	}
+	subject := gitCmd(t, bare, "log", "-1", "--format=%s|%an <%ae>", "main")
+	if !strings.HasPrefix(subject, "chore(kollect-hero/default/demo-inventory): export 2 items @ ") || !strings.HasSuffix(subject, "|kollect <kollect@kollect.dev>") {
+		t.Errorf("commit subject/author: %s", subject)
+	}
+
+	// The same content again: no commit.
+	if ack, err = s.Export(ctx, snap(storefront, cart)); err != nil || ack.Changed || commits() != "2" {
+		t.Fatalf("unchanged export: want no commit, got %+v %v and %s commits", ack, err, commits())
+	}
+
+	// An image change: one commit whose diff is that line.
+	if _, err = s.Export(ctx, snap(row(t, "storefront", "shop:1.1"), cart)); err != nil {
+		t.Fatal(err)
+	}
+	diff := gitCmd(t, bare, "diff", "--unified=0", "main~1", "main")
+	if commits() != "3" || !strings.Contains(diff, "-image: shop:1.0") || !strings.Contains(diff, "+image: shop:1.1") || strings.Count(diff, "\n+") != 2 {
+		t.Fatalf("image change: want one commit changing one line, got %s commits:\n%s", commits(), diff)
+	}
+
+	// A deleted Deployment: its file is removed, the others stay.
+	if _, err = s.Export(ctx, snap(cart)); err != nil {
+		t.Fatal(err)
+	}
+	files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main")
+	if files != "README.md\nnamespaces/demo/deployment/cart.yaml" {
+		t.Fatalf("after delete, files:\n%s", files)
+	}
+
+	// An empty snapshot removes everything the sink wrote, nothing else.
+	if _, err = s.Export(ctx, snap()); err != nil {
+		t.Fatal(err)
+	}
+	if files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"); files != "README.md" {
+		t.Fatalf("after empty snapshot, files:\n%s", files)
+	}
+}
+
+func TestDocumentModeWritesTheEnvelopeAndSurvivesForeignCommits(t *testing.T) {
+	bare := remote(t)
+	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := snap(row(t, "a", "x:1"))
+	if _, err := s.Export(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	doc := gitCmd(t, bare, "show", "main:inventory/default/demo-inventory.json")
+	if doc != string(first.Envelope("")) {
+		t.Fatalf("document is not the envelope:\n%s", doc)
+	}
+	// Someone else pushes in between; the next export builds on their commit.
+	work := filepath.Join(t.TempDir(), "other")
+	gitCmd(t, filepath.Dir(work), "clone", bare, work)
+	if err := os.WriteFile(filepath.Join(work, "NOTES.md"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, work, "add", "NOTES.md")
+	gitCmd(t, work, "commit", "-m", "notes")
+	gitCmd(t, work, "push", "origin", "HEAD:main")
+	if _, err := s.Export(ctx, snap(row(t, "a", "x:2"))); err != nil {
+		t.Fatal(err)
+	}
+	if files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"); files != "NOTES.md\nREADME.md\ninventory/default/demo-inventory.json" {
+		t.Fatalf("foreign file lost or document missing:\n%s", files)
+	}
+}
