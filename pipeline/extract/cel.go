@@ -125,4 +125,3 @@ func (c *Condition) Match(obj map[string]any) bool {
 	b, ok := v.(bool)
 	return ok && b
 }
-

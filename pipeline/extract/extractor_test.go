@@ -24,12 +24,12 @@ func deployment() map[string]any {
 
 func TestExtract(t *testing.T) {
 	cases := []struct {
-		name     string
-		attr     extract.Attribute
-		want     any
-		absent   bool
-		wantErr  string
-		noScrub  bool
+		name    string
+		attr    extract.Attribute
+		want    any
+		absent  bool
+		wantErr string
+		noScrub bool
 	}{
 		{name: "dollar path", attr: extract.Attribute{Name: "v", Path: "$.spec.replicas"}, want: float64(3)},
 		{name: "template path", attr: extract.Attribute{Name: "v", Path: "{.metadata.name}"}, want: "web"},
