@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/inventory"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+// Reporter receives target and inventory reports.
+type Reporter interface {
+	target.Reporter
+	inventory.Reporter
+}
+
+// Engine runs the actor graph.
+type Engine struct {
+	system   *actor.ActorSystem
+	inf      *informers.Manager
+	metrics  *actors.Metrics
+	reporter Reporter
+	batch    time.Duration
+
+	mu          sync.Mutex
+	targets     map[messages.TargetRef]*targetEntry
+	inventories map[rows.Identity]*inventoryEntry
+}
+
+type targetEntry struct {
+	pid   *actor.PID
+	inbox *target.Inbox
+	gvrs  []schema.GroupVersionResource
+}
+
+type inventoryEntry struct {
+	pid *actor.PID
+	cfg inventory.Config
+}
+
+// New builds an engine. batch is the inventories' coalescing window.
+func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration) *Engine {
+	return &Engine{system: actor.NewActorSystem(), inf: inf, metrics: metrics, reporter: reporter, batch: batch,
+		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[rows.Identity]*inventoryEntry{}}
+}
+
+// TargetSpec is what UpsertTarget needs: the compiled selection and
+// extraction, and the namespace scope the informers may narrow to.
+type TargetSpec struct {
+	Ref        messages.TargetRef
+	Generation int64
+	ProfileGVK schema.GroupVersionKind
+	Selection  *selection.Target
+	Extractor  *extract.Extractor
+	// Namespace is the single namespace the target can match, or "".
+	Namespace string
+}
+
+// UpsertTarget starts or reconfigures a target. It fails, leaving other
+// targets untouched, when a kind it reads is not served or cannot be listed.
+func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
+	e.mu.Lock()
+	ent := e.targets[spec.Ref]
+	if ent == nil {
+		inbox := target.NewInbox(e.system.Root)
+		name := spec.Ref.Namespace + "/" + spec.Ref.Name
+		pid := e.system.Root.Spawn(target.Props(inbox, e.inf, e.reporter, e.metrics, name))
+		ent = &targetEntry{pid: pid, inbox: inbox}
+		e.targets[spec.Ref] = ent
+		e.inf.WatchNamespaces(spec.Ref.String(), inbox)
+	}
+	e.mu.Unlock()
+
+	var sources []target.Source
+	var gvrs []schema.GroupVersionResource
+	for _, gvk := range spec.Selection.GVKs(spec.ProfileGVK) {
+		gvr, store, err := e.inf.Acquire(ctx, gvk, spec.Ref.String(), spec.Namespace, ent.inbox)
+		if err != nil {
+			for _, g := range gvrs {
+				e.inf.Release(g, spec.Ref.String())
+			}
+			return fmt.Errorf("watch %s: %w", gvk.Kind, err)
+		}
+		sources = append(sources, target.Source{GVR: gvr, GVK: gvk, Store: store})
+		gvrs = append(gvrs, gvr)
+	}
+	e.mu.Lock()
+	stale := ent.gvrs
+	ent.gvrs = gvrs
+	e.mu.Unlock()
+	for _, g := range stale {
+		if !contains(gvrs, g) {
+			e.inf.Release(g, spec.Ref.String())
+		}
+	}
+	e.system.Root.Send(ent.pid, &target.Configure{Config: &target.Config{
+		Ref: spec.Ref, ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor,
+		Sources: sources, Generation: spec.Generation,
+	}})
+	e.relink(spec.Ref.Namespace)
+	return nil
+}
+
+// RemoveTarget stops a target; inventories drop its rows.
+func (e *Engine) RemoveTarget(ref messages.TargetRef) {
+	e.mu.Lock()
+	ent := e.targets[ref]
+	delete(e.targets, ref)
+	e.mu.Unlock()
+	if ent == nil {
+		return
+	}
+	e.inf.UnwatchNamespaces(ref.String())
+	for _, g := range ent.gvrs {
+		e.inf.Release(g, ref.String())
+	}
+	_ = e.system.Root.StopFuture(ent.pid).Wait()
+	e.relink(ref.Namespace)
+}
+
+// UpsertInventory starts or reconfigures an inventory and its bindings.
+func (e *Engine) UpsertInventory(id rows.Identity, bindings []sink.Config) {
+	e.mu.Lock()
+	key := rows.Identity{Namespace: id.Namespace, Name: id.Name}
+	ent := e.inventories[key]
+	if ent == nil {
+		pid := e.system.Root.Spawn(inventory.Props(e.reporter, e.metrics, id.Namespace+"/"+id.Name))
+		ent = &inventoryEntry{pid: pid}
+		e.inventories[key] = ent
+	}
+	ent.cfg = inventory.Config{ID: id, Bindings: bindings, BatchWindow: e.batch, Targets: e.targetsIn(id.Namespace)}
+	cfg := ent.cfg
+	e.mu.Unlock()
+	e.system.Root.Send(ent.pid, &inventory.Configure{Config: &cfg})
+}
+
+// RemoveInventory stops an inventory and its sink actors.
+func (e *Engine) RemoveInventory(id rows.Identity) {
+	e.mu.Lock()
+	key := rows.Identity{Namespace: id.Namespace, Name: id.Name}
+	ent := e.inventories[key]
+	delete(e.inventories, key)
+	e.mu.Unlock()
+	if ent != nil {
+		_ = e.system.Root.StopFuture(ent.pid).Wait()
+	}
+}
+
+// relink sends the inventories of ns their current target list.
+func (e *Engine) relink(ns string) {
+	e.mu.Lock()
+	var sends []func()
+	for key, ent := range e.inventories {
+		if key.Namespace != ns {
+			continue
+		}
+		ent.cfg.Targets = e.targetsIn(ns)
+		cfg, pid := ent.cfg, ent.pid
+		sends = append(sends, func() { e.system.Root.Send(pid, &inventory.Configure{Config: &cfg}) })
+	}
+	e.mu.Unlock()
+	for _, s := range sends {
+		s()
+	}
+}
+
+func (e *Engine) targetsIn(ns string) []*actor.PID {
+	var out []*actor.PID
+	for ref, t := range e.targets {
+		if ref.Namespace == ns {
+			out = append(out, t.pid)
+		}
+	}
+	return out
+}
+
+// Stop stops every actor and informer.
+func (e *Engine) Stop() {
+	e.system.Shutdown()
+	e.inf.Stop()
+}
+
+func contains(gvrs []schema.GroupVersionResource, g schema.GroupVersionResource) bool {
+	for _, x := range gvrs {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,256 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/inventory"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/selection"
+	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/sinks/git"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+type reports struct {
+	mu      sync.Mutex
+	targets map[messages.TargetRef]target.Report
+	invs    map[string]inventory.Report
+}
+
+func (r *reports) TargetReport(t target.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.targets[t.Ref] = t
+}
+
+func (r *reports) InventoryReport(i inventory.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.invs[i.ID.Namespace+"/"+i.ID.Name] = i
+}
+
+var deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+func gitOut(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func deployment(ns, name, app, image string) *appsv1.Deployment {
+	lbl := map[string]string{"app": app}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbl},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+			},
+		},
+	}
+}
+
+func TestDeploymentsFlowIntoGit(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	for _, ns := range []string{"demo", "later"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []*appsv1.Deployment{deployment("demo", "storefront", "shop", "shop:1.0"), deployment("demo", "cart", "shop", "cart:1.0"),
+		deployment("demo", "admin", "internal", "admin:1.0"), deployment("later", "checkout", "shop", "checkout:1.0")} {
+		if err := c.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	if out, err := gitOut(t, "", "init", "--bare", "-b", "main", bare); err != nil {
+		t.Fatal(out)
+	}
+	backend, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{
+		Mode: "perResource", Content: "attributes", Format: "yaml", Cluster: "test",
+		ItemPath: "namespaces/{sourceNamespace}/{kind}/{sourceName}{extension}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	disco := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	inf := informers.New(dyn, disco, time.Hour, 15*time.Second, nil)
+	if err := inf.StartNamespaces(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep := &reports{targets: map[messages.TargetRef]target.Report{}, invs: map[string]inventory.Report{}}
+	eng := engine.New(inf, nil, rep, 50*time.Millisecond)
+	t.Cleanup(eng.Stop)
+
+	ex, err := extract.Compile([]extract.Attribute{
+		{Name: "image", Path: "$.spec.template.spec.containers[0].image"},
+		{Name: "replicas", Path: "$.spec.replicas"},
+	}, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsSel, _ := labels.Parse("team=shop")
+	appSel, _ := labels.Parse("app=shop")
+	shop := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "shop"}
+	if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: shop, Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex,
+		Selection: &selection.Target{Labels: appSel, Included: map[string]bool{"demo": true, "later": true}}}); err != nil {
+		t.Fatal(err)
+	}
+	eng.UpsertInventory(rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
+		[]sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", Backend: backend}})
+
+	files := func() (string, error) { return gitOut(t, bare, "ls-tree", "-r", "--name-only", "main") }
+	wantFiles := func(want ...string) func() error {
+		return func() error {
+			got, err := files()
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, got)
+			}
+			if got != strings.Join(want, "\n") {
+				return fmt.Errorf("files:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+			}
+			return nil
+		}
+	}
+	eventually(t, "matching Deployments appear in Git", wantFiles(
+		"namespaces/demo/deployment/cart.yaml", "namespaces/demo/deployment/storefront.yaml", "namespaces/later/deployment/checkout.yaml"))
+	if got, _ := gitOut(t, bare, "show", "main:namespaces/demo/deployment/storefront.yaml"); got != "image: shop:1.0\nreplicas: 2" {
+		t.Errorf("storefront attributes:\n%s", got)
+	}
+
+	// Change an image: one new commit whose diff is that line.
+	before, _ := gitOut(t, bare, "rev-list", "--count", "main")
+	var d appsv1.Deployment
+	if err := c.Get(ctx, keyOf("demo", "storefront"), &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "shop:1.1"
+	if err := c.Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the image change is committed", func() error {
+		diff, err := gitOut(t, bare, "diff", "--unified=0", "main~1", "main")
+		if err != nil || !strings.Contains(diff, "+image: shop:1.1") {
+			return fmt.Errorf("diff: %s %v", diff, err)
+		}
+		return nil
+	})
+	after, _ := gitOut(t, bare, "rev-list", "--count", "main")
+	diff, _ := gitOut(t, bare, "diff", "--unified=0", "main~1", "main")
+	if atoi(after) != atoi(before)+1 || strings.Count(diff, "\n+") != 2 || strings.Count(diff, "\n-") != 2 {
+		t.Errorf("want exactly one commit changing one line (%s → %s commits):\n%s", before, after, diff)
+	}
+
+	// Delete a Deployment: its file is removed.
+	if err := c.Delete(ctx, deployment("demo", "cart", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a deleted Deployment's file is removed", wantFiles(
+		"namespaces/demo/deployment/storefront.yaml", "namespaces/later/deployment/checkout.yaml"))
+
+	// A second target in the same namespace: its rows join the inventory.
+	internal, _ := labels.Parse("app=internal")
+	if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "internal"},
+		Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex, Selection: &selection.Target{Labels: internal, NamespaceSelector: nsSel}}); err != nil {
+		t.Fatal(err)
+	}
+	// A namespace that starts matching the selector: its objects appear.
+	var ns corev1.Namespace
+	if err := c.Get(ctx, keyOf("", "demo"), &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["team"] = "shop"
+	if err := c.Update(ctx, &ns); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second target's rows join once its namespace matches", wantFiles(
+		"namespaces/demo/deployment/admin.yaml", "namespaces/demo/deployment/storefront.yaml", "namespaces/later/deployment/checkout.yaml"))
+
+	// A target for a kind that is not installed fails alone.
+	err = eng.UpsertTarget(ctx, engine.TargetSpec{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "argo"},
+		Generation: 1, ProfileGVK: schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+		Extractor: ex, Selection: &selection.Target{}})
+	if !errors.Is(err, informers.ErrNotServed) {
+		t.Fatalf("want ErrNotServed for an uninstalled kind, got %v", err)
+	}
+
+	rep.mu.Lock()
+	got := rep.targets[shop].Count
+	inv := rep.invs["default/demo-inventory"]
+	rep.mu.Unlock()
+	if got != 2 {
+		t.Errorf("shop target: want a live count of 2 rows, got %d", got)
+	}
+	if inv.ItemCount != 3 || len(inv.Bindings) != 1 || inv.Bindings[0].Exported != 3 || inv.Bindings[0].Err != "" {
+		t.Errorf("inventory report: want 3 rows, all acknowledged by the sink, got %+v", inv)
+	}
+}
+
+func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+func atoi(s string) int {
+	n := 0
+	fmt.Sscan(s, &n)
+	return n
+}
+
