@@ -246,11 +246,12 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	}
 }
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 func atoi(s string) int {
 	n := 0
 	fmt.Sscan(s, &n)
 	return n
 }
-

@@ -1,0 +1,145 @@
+package status
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/actors/inventory"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+)
+
+// Condition types and reasons used for inventories.
+const (
+	TypeSinkReachable = "SinkReachable"
+
+	ReasonExported        = "Exported"
+	ReasonPartiallySynced = "PartiallySynced"
+	ReasonProgressing     = "Progressing"
+	ReasonExportFailed    = "ExportFailed"
+	ReasonExportTerminal  = "ExportTerminal"
+	ReasonNoExport        = "NoExport"
+	ReasonSinksReachable  = "SinksReachable"
+	ReasonNoSinks         = "NoSinksConfigured"
+	ReasonExportSucceeded = "ExportSucceeded"
+)
+
+func (w *Writer) writeInventory(ctx context.Context, key types.NamespacedName) error {
+	w.mu.Lock()
+	st := w.invs[key]
+	if st == nil || st.verdict == nil {
+		w.mu.Unlock()
+		return nil
+	}
+	v := *st.verdict
+	var rep *inventory.Report
+	if st.report != nil && st.report.ID.Generation == v.Generation {
+		r := *st.report
+		rep = &r
+	}
+	w.mu.Unlock()
+
+	var inv kollectv1alpha1.KollectInventory
+	if err := w.c.Get(ctx, key, &inv); err != nil {
+		return err
+	}
+	base := inv.DeepCopy()
+	s := &inv.Status
+	s.ObservedGeneration = v.Generation
+	if v.Degraded() {
+		setCondition(&s.Conditions, TypeDegraded, metav1.ConditionTrue, v.Reason, v.Message, v.Generation)
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, v.Reason, v.Message, v.Generation)
+		meta.RemoveStatusCondition(&s.Conditions, TypeReady)
+		if rep != nil {
+			s.ItemCount = rep.ItemCount
+		}
+		return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+	}
+	if rep == nil {
+		return nil
+	}
+	s.ItemCount = rep.ItemCount
+	applyBindings(s, rep, v.Generation)
+	return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+}
+
+// applyBindings writes sinkExports and the aggregate conditions (SEMANTICS
+// §4.5). Entries keep their last successful export while later attempts
+// fail.
+func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Report, gen int64) {
+	prev := map[string]kollectv1alpha1.InventorySinkExportStatus{}
+	for _, e := range s.SinkExports {
+		prev[e.Name] = e
+	}
+	s.SinkExports = nil
+	exported, failed, pending, terminal := 0, 0, 0, 0
+	var minCount *int64
+	var lastMsg string
+	for _, b := range rep.Bindings {
+		e := prev[b.Key]
+		e.Name, e.Circuit = b.Key, string(b.Circuit)
+		if !b.LastExport.IsZero() {
+			t := metav1.NewTime(b.LastExport)
+			n := int64(b.Exported)
+			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
+			if minCount == nil || n < *minCount {
+				minCount = &n
+			}
+			if s.LastExportTime == nil || t.After(s.LastExportTime.Time) {
+				s.LastExportTime = &t
+			}
+		}
+		switch {
+		case b.Err != "":
+			failed++
+			if b.Permanent {
+				terminal++
+			}
+			lastMsg = fmt.Sprintf("%s: %s", b.Key, b.Err)
+			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonExportFailed, b.Err, gen)
+		case b.LastExport.IsZero():
+			pending++
+			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonProgressing, "first export in progress", gen)
+		default:
+			exported++
+			setCondition(&e.Conditions, TypeSynced, metav1.ConditionTrue, ReasonExported, "export completed", gen)
+		}
+		s.SinkExports = append(s.SinkExports, e)
+	}
+	s.ExportedCount = minCount
+	total := len(rep.Bindings)
+	switch {
+	case total == 0:
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionTrue, ReasonNoExport, "no family sink refs configured", gen)
+		setCondition(&s.Conditions, TypeSinkReachable, metav1.ConditionTrue, ReasonNoSinks, "no sinks configured", gen)
+		setCondition(&s.Conditions, TypeReady, metav1.ConditionTrue, ReasonNoExport, fmt.Sprintf("%d item(s) collected; no sinks configured", rep.ItemCount), gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
+	case failed > 0 && exported == 0 && pending == 0:
+		reason := ReasonProgressing
+		if terminal == failed {
+			reason = ReasonExportTerminal
+		}
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, reason, fmt.Sprintf("%d sink(s) failed export; %s", failed, lastMsg), gen)
+		setCondition(&s.Conditions, TypeDegraded, metav1.ConditionTrue, reason, lastMsg, gen)
+		setCondition(&s.Conditions, TypeSinkReachable, metav1.ConditionFalse, ReasonExportFailed, lastMsg, gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeReady)
+	case failed > 0:
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonPartiallySynced,
+			fmt.Sprintf("%d/%d sinks exported; %d failed: %s", exported, total, failed, lastMsg), gen)
+		setCondition(&s.Conditions, TypeSinkReachable, metav1.ConditionFalse, ReasonExportFailed, lastMsg, gen)
+		setCondition(&s.Conditions, TypeReady, metav1.ConditionTrue, ReasonPartiallySynced, fmt.Sprintf("exported %d item(s) to %d of %d sink(s)", rep.ItemCount, exported, total), gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
+	case pending > 0:
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf("%d of %d sink(s) exported", exported, total), gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
+	default:
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionTrue, ReasonExported, fmt.Sprintf("exported to %d sink(s)", exported), gen)
+		setCondition(&s.Conditions, TypeSinkReachable, metav1.ConditionTrue, ReasonExportSucceeded, "every sink acknowledged the latest export", gen)
+		setCondition(&s.Conditions, TypeReady, metav1.ConditionTrue, ReasonExported, fmt.Sprintf("exported %d item(s) across %d sink(s)", rep.ItemCount, exported), gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
+	}
+}
