@@ -17,8 +17,13 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // list.
 func (m *Manager) StartNamespaces(ctx context.Context) error {
 	m.mu.Lock()
-	if m.namespaces != nil {
+	if e := m.namespaces; e != nil {
 		m.mu.Unlock()
+		syncCtx, stop := context.WithTimeout(ctx, m.syncWait)
+		defer stop()
+		if !cache.WaitForCacheSync(syncCtx.Done(), e.informer.HasSynced) {
+			return fmt.Errorf("list namespaces: informer did not sync within %s", m.syncWait)
+		}
 		return nil
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, namespacesGVR, "", m.resync, cache.Indexers{}, nil).Informer()

@@ -3,7 +3,6 @@ package sinks
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"kollect.dev/kollect/pipeline/rows"
 )
@@ -27,10 +26,14 @@ type Snapshot interface {
 // rejected push, an invalid layout). Wrap with Permanent.
 var ErrPermanent = errors.New("permanent")
 
-// Permanent marks err as not worth retrying.
+// Permanent marks err as not worth retrying; its message is unchanged.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w (%w)", err, ErrPermanent)
+	return permanent{err}
 }
+
+type permanent struct{ error }
+
+func (p permanent) Unwrap() []error { return []error{p.error, ErrPermanent} }

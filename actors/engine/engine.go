@@ -71,6 +71,9 @@ type TargetSpec struct {
 // UpsertTarget starts or reconfigures a target. It fails, leaving other
 // targets untouched, when a kind it reads is not served or cannot be listed.
 func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
+	if err := e.inf.StartNamespaces(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	ent := e.targets[spec.Ref]
 	if ent == nil {

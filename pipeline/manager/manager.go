@@ -29,8 +29,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// New builds the controller-runtime manager described by o.
-func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+// New builds the controller-runtime manager described by o, with the
+// collection engine and its reconcilers.
+func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -94,12 +95,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add ready check: %w", err)
 	}
+	if err := setupEngine(ctx, mgr, o); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 
 // Run builds the manager and runs it until ctx is cancelled.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	mgr, err := New(cfg, o)
+	mgr, err := New(ctx, cfg, o)
 	if err != nil {
 		return err
 	}

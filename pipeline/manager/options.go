@@ -64,6 +64,9 @@ type Options struct {
 	DispatchEnqueueWait       time.Duration
 	InformerResyncPeriod      time.Duration
 	MetricsSampleInterval     time.Duration
+	StatusFlushInterval       time.Duration
+	ExportBatchWindow         time.Duration
+	DevAllowLoopbackSinks     bool
 
 	Zap zap.Options
 }
@@ -116,6 +119,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DispatchEnqueueWait, "collect-dispatch-enqueue-wait", 25*time.Millisecond, "Accepted for compatibility; informer goroutines never block.")
 	fs.DurationVar(&o.InformerResyncPeriod, "informer-resync-period", 12*time.Hour, "Resync period of the collection informers.")
 	fs.DurationVar(&o.MetricsSampleInterval, "collect-metrics-sample-interval", 30*time.Second, "Minimum spacing of profile-derived metric refreshes.")
+
+	fs.DurationVar(&o.StatusFlushInterval, "status-flush-interval", time.Second, "Minimum spacing of status writes per object.")
+	fs.DurationVar(&o.ExportBatchWindow, "export-batch-window", 200*time.Millisecond, "How long an inventory gathers row changes before it builds a snapshot.")
+	fs.BoolVar(&o.DevAllowLoopbackSinks, "dev-allow-loopback-sinks", false, "DEVELOPMENT ONLY: allow sink endpoints on loopback addresses (local test servers). Never set this in a cluster.")
+	_ = fs.MarkHidden("dev-allow-loopback-sinks")
 
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.Development = true

@@ -1,0 +1,179 @@
+package controllers_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestInvalidCELDegradesOnlyItsTarget(t *testing.T) {
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	bareRepo(t, bare)
+	apply(t, namespaceYAML("cel", "")+"---\n"+namespaceYAML("cel-apps", "team: cel")+"---\n"+deploymentYAML("cel-apps", "web", "shop", "web:1"))
+	apply(t, strings.ReplaceAll(pipelineYAML("cel", bare), "team: shop", "team: cel"))
+	apply(t, `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: broken, namespace: cel}
+spec:
+  targetGVK: {group: apps, version: v1, kind: Deployment}
+  attributes:
+  - {name: ready, path: 'cel:object.status.readyReplicas >'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: broken, namespace: cel}
+spec:
+  profileRef: broken
+`)
+	eventually(t, 20*time.Second, "the target with invalid CEL is Degraded with the CEL error", func() error {
+		s, r, m := condition(get(t, "KollectTarget", "cel", "broken"), "Degraded")
+		if s != "True" || r != "ExtractionFailed" || !strings.Contains(m, `attribute "ready"`) || !strings.Contains(m, "invalid CEL") {
+			return fmt.Errorf("Degraded=%s/%s: %s", s, r, m)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "the healthy target in the same namespace keeps exporting", files(bare)("namespaces/cel-apps/deployment/web.yaml"))
+	// Fixing the profile heals the target.
+	apply(t, `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: broken, namespace: cel}
+spec:
+  targetGVK: {group: apps, version: v1, kind: Deployment}
+  attributes:
+  - {name: ready, path: 'cel:has(object.status.readyReplicas) ? object.status.readyReplicas : 0'}
+`)
+	eventually(t, 20*time.Second, "the fixed target becomes Ready", func() error {
+		tgt := get(t, "KollectTarget", "cel", "broken")
+		if s, _, m := condition(tgt, "Ready"); s != "True" {
+			return fmt.Errorf("Ready=%s %s; Degraded: %v", s, m, fmt.Sprint(condition(tgt, "Degraded")))
+		}
+		return nil
+	})
+}
+
+func TestTargetOfAnUninstalledKindRecoversWhenItsCRDArrives(t *testing.T) {
+	apply(t, namespaceYAML("widgets", "")+`---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: widgets, namespace: widgets}
+spec:
+  targetGVK: {group: example.com, version: v1, kind: Widget}
+  attributes: [{name: size, path: '$.spec.size'}]
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: widgets, namespace: widgets}
+spec: {profileRef: widgets}
+`)
+	eventually(t, 20*time.Second, "the target is Degraded/InformerRegistrationFailed", func() error {
+		s, r, m := condition(get(t, "KollectTarget", "widgets", "widgets"), "Degraded")
+		if s != "True" || r != "InformerRegistrationFailed" || !strings.Contains(m, "Widget") {
+			return fmt.Errorf("Degraded=%s/%s: %s", s, r, m)
+		}
+		return nil
+	})
+	apply(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`)
+	eventually(t, 40*time.Second, "the CRD serves before the widget is created", func() error {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w1", "namespace": "widgets"}, "spec": map[string]any{"size": 3}}}
+		return env.Client.Create(t.Context(), u)
+	})
+	eventually(t, 40*time.Second, "the target recovers on its own and collects the widget", func() error {
+		tgt := get(t, "KollectTarget", "widgets", "widgets")
+		n, _, _ := unstructured.NestedInt64(tgt.Object, "status", "collectedCount")
+		if s, _, m := condition(tgt, "Ready"); s != "True" || n != 1 {
+			return fmt.Errorf("Ready=%s (%s), collectedCount %d", s, m, n)
+		}
+		return nil
+	})
+}
+
+func TestUnreachableRemoteOpensTheCircuitAndCatchesUp(t *testing.T) {
+	remote := filepath.Join(t.TempDir(), "later.git") // does not exist yet
+	apply(t, namespaceYAML("outage", "")+"---\n"+namespaceYAML("outage-apps", "team: outage")+"---\n"+
+		deploymentYAML("outage-apps", "a", "shop", "a:1")+"---\n"+deploymentYAML("outage-apps", "b", "shop", "b:1"))
+	apply(t, strings.ReplaceAll(pipelineYAML("outage", remote), "team: shop", "team: outage"))
+
+	binding := func() (map[string]any, error) {
+		inv := get(t, "KollectInventory", "outage", "inventory")
+		exports, _, _ := unstructured.NestedSlice(inv.Object, "status", "sinkExports")
+		if len(exports) != 1 {
+			return nil, fmt.Errorf("sinkExports %v", exports)
+		}
+		return exports[0].(map[string]any), nil
+	}
+	eventually(t, 30*time.Second, "the circuit opens after repeated failures", func() error {
+		e, err := binding()
+		if err != nil {
+			return err
+		}
+		if e["circuit"] != "Open" {
+			return fmt.Errorf("binding %v", e)
+		}
+		return nil
+	})
+	inv := get(t, "KollectInventory", "outage", "inventory")
+	if s, r, m := condition(inv, "Degraded"); s != "True" || !strings.Contains(m, "later.git") {
+		t.Errorf("inventory Degraded=%s/%s: %s", s, r, m)
+	}
+	if m := scrape(t); !strings.Contains(m, `kollect_sink_circuit_state{binding="snapshot/git",inventory="outage/inventory"} 2`) {
+		t.Errorf("metrics do not show the open circuit:\n%s", grep(m, "kollect_sink_circuit_state"))
+	}
+
+	bareRepo(t, remote)
+	eventually(t, 60*time.Second, "the sink catches up once the remote returns", files(remote)(
+		"namespaces/outage-apps/deployment/a.yaml", "namespaces/outage-apps/deployment/b.yaml"))
+	eventually(t, 10*time.Second, "the circuit closes and status reports both rows acknowledged", func() error {
+		e, err := binding()
+		if err != nil {
+			return err
+		}
+		if e["circuit"] != "Closed" || fmt.Sprint(e["exportedCount"]) != "2" {
+			return fmt.Errorf("binding %v", e)
+		}
+		if s, _, _ := condition(get(t, "KollectInventory", "outage", "inventory"), "Degraded"); s != "" {
+			return fmt.Errorf("still Degraded")
+		}
+		return nil
+	})
+	_ = os.RemoveAll(remote)
+}
+
+func TestMetricsExposeTheActorEngine(t *testing.T) {
+	m := scrape(t)
+	for _, series := range []string{`kollect_actor_mailbox_depth{actor="target"`, `kollect_actor_mailbox_depth{actor="inventory"`,
+		`kollect_actor_mailbox_depth{actor="sink"`, `kollect_actor_messages_processed_total{actor="target"}`,
+		`kollect_informer_objects{group="apps",resource="deployments",version="v1"}`, "kollect_export_duration_seconds_bucket",
+		"kollect_collect_items_total"} {
+		if !strings.Contains(m, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+}
+
+func grep(text, needle string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, needle) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

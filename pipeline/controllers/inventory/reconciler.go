@@ -1,0 +1,182 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/sink"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/status"
+)
+
+// Finalizer lets the inventory release its bindings before deletion.
+const Finalizer = "kollect.dev/inventory-cleanup"
+
+// Degraded reasons.
+const (
+	ReasonSuspended      = "Suspended"
+	ReasonSinkNotFound   = "SinkNotFound"
+	ReasonInvalidSinkRef = "InvalidSinkRef"
+	maxBindings          = 20
+	defaultInterval      = 30 * time.Second
+)
+
+// Engine is what the reconciler drives.
+type Engine interface {
+	UpsertInventory(id rows.Identity, bindings []sink.Config)
+	RemoveInventory(id rows.Identity)
+}
+
+// StatusWriter receives verdicts.
+type StatusWriter interface {
+	SetInventory(key types.NamespacedName, v status.Verdict)
+	Forget(key types.NamespacedName)
+}
+
+// Reconciler reconciles KollectInventories.
+type Reconciler struct {
+	Client      client.Client
+	Engine      Engine
+	Status      StatusWriter
+	Backends    *Backends
+	Concurrency int
+}
+
+// SetupWithManager registers the reconciler; sink changes requeue the
+// inventories of their namespace.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toInventories := handler.EnqueueRequestsFromMapFunc(r.inventoriesIn)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollectinventory").
+		For(&kollectv1alpha1.KollectInventory{}).
+		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories).
+		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories).
+		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
+		Complete(r)
+}
+
+func (r *Reconciler) inventoriesIn(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectInventoryList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, inv := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&inv)})
+	}
+	return reqs
+}
+
+func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
+	return rows.Identity{Namespace: inv.Namespace, Name: inv.Name, Generation: inv.Generation}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var inv kollectv1alpha1.KollectInventory
+	if err := r.Client.Get(ctx, req.NamespacedName, &inv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.release(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !inv.DeletionTimestamp.IsZero() {
+		r.release(req.NamespacedName)
+		if controllerutil.RemoveFinalizer(&inv, Finalizer) {
+			return reconcile.Result{}, r.Client.Update(ctx, &inv)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&inv, Finalizer) {
+		if err := r.Client.Update(ctx, &inv); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	verdict := status.Verdict{Generation: inv.Generation}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		r.Engine.RemoveInventory(identity(&inv))
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.SetInventory(req.NamespacedName, verdict)
+		return reconcile.Result{}, nil
+	}
+	if inv.Spec.Suspend {
+		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
+	}
+	if err := checkRefs(&inv); err != nil {
+		return degrade(ReasonInvalidSinkRef, err.Error())
+	}
+	bindings, reason, err := r.resolve(ctx, &inv)
+	if err != nil {
+		if reason == "" {
+			return reconcile.Result{}, err
+		}
+		return degrade(reason, err.Error())
+	}
+	r.Engine.UpsertInventory(identity(&inv), bindings)
+	r.Status.SetInventory(req.NamespacedName, verdict)
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) release(key types.NamespacedName) {
+	r.Engine.RemoveInventory(rows.Identity{Namespace: key.Namespace, Name: key.Name})
+	r.Backends.forget(key)
+	r.Status.Forget(key)
+}
+
+// checkRefs applies the rules the CRD schema cannot express for refs
+// written as strings.
+func checkRefs(inv *kollectv1alpha1.KollectInventory) error {
+	var problems []string
+	total := 0
+	for _, fam := range []struct {
+		field string
+		refs  []kollectv1alpha1.InventorySinkRef
+	}{{"snapshotSinkRefs", inv.Spec.SnapshotSinkRefs}, {"databaseSinkRefs", inv.Spec.DatabaseSinkRefs}, {"eventSinkRefs", inv.Spec.EventSinkRefs}} {
+		seen := map[string]bool{}
+		for i, ref := range fam.refs {
+			total++
+			switch {
+			case ref.Name == "" || strings.Contains(ref.Name, "/"):
+				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q must be the name of a sink in namespace %q, without '/'", fam.field, i, ref.Name, inv.Namespace))
+			case ref.Namespace != "":
+				problems = append(problems, fmt.Sprintf("spec.%s[%d].namespace: a KollectInventory binds sinks in its own namespace; remove the namespace", fam.field, i))
+			case seen[ref.Name]:
+				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q is listed twice", fam.field, i, ref.Name))
+			}
+			seen[ref.Name] = true
+		}
+	}
+	if total > maxBindings {
+		problems = append(problems, fmt.Sprintf("spec: %d sink references; an inventory binds at most %d", total, maxBindings))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func interval(values ...string) time.Duration {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return defaultInterval
+}

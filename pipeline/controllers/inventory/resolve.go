@@ -1,0 +1,111 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/actors/sink"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/sinks"
+)
+
+// resolve loads every bound sink. A missing sink degrades the whole
+// inventory (reason returned); a sink that cannot be used becomes a binding
+// whose exports fail with the reason, so its status says what to fix while
+// the other bindings keep exporting.
+func (r *Reconciler) resolve(ctx context.Context, inv *kollectv1alpha1.KollectInventory) ([]sink.Config, string, error) {
+	id := client.ObjectKeyFromObject(inv).String()
+	var out []sink.Config
+	for _, ref := range inv.Spec.SnapshotSinkRefs {
+		var s kollectv1alpha1.KollectSnapshotSink
+		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectSnapshotSink", &s); err != nil {
+			return nil, reason, err
+		}
+		key := "snapshot/" + ref.Name
+		typ := s.Spec.Type
+		if typ == "" && s.Spec.Git != nil {
+			typ = "git"
+		}
+		backend := r.snapshotBackend(ctx, inv, key, typ, &s)
+		out = append(out, sink.Config{Inventory: id, Key: key, Type: typ, Backend: backend,
+			Interval: interval(ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval))})
+	}
+	for _, ref := range inv.Spec.DatabaseSinkRefs {
+		var s kollectv1alpha1.KollectDatabaseSink
+		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectDatabaseSink", &s); err != nil {
+			return nil, reason, err
+		}
+		out = append(out, r.unavailable(id, "database/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval)))
+	}
+	for _, ref := range inv.Spec.EventSinkRefs {
+		var s kollectv1alpha1.KollectEventSink
+		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectEventSink", &s); err != nil {
+			return nil, reason, err
+		}
+		out = append(out, r.unavailable(id, "event/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval)))
+	}
+	return out, "", nil
+}
+
+func (r *Reconciler) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return ReasonSinkNotFound, fmt.Errorf("%s %q not found in namespace %q", kind, name, ns)
+	case apierrors.IsForbidden(err):
+		return "SinkForbidden", fmt.Errorf("reading %s %q: %w", kind, name, err)
+	}
+	return "", err
+}
+
+func (r *Reconciler) unavailable(inv, key, typ string, intervals ...string) sink.Config {
+	msg := fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ)
+	return sink.Config{Inventory: inv, Key: key, Type: typ, Backend: r.Backends.failing(inv+"|"+key, msg), Interval: interval(intervals...)}
+}
+
+func (r *Reconciler) snapshotBackend(ctx context.Context, inv *kollectv1alpha1.KollectInventory, key, typ string, s *kollectv1alpha1.KollectSnapshotSink) sinks.Snapshot {
+	owner := client.ObjectKeyFromObject(inv).String() + "|" + key
+	if typ != "git" {
+		return r.Backends.failing(owner, fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ))
+	}
+	secret, secretVersion, err := r.secret(ctx, s)
+	if err != nil {
+		return r.Backends.failing(owner, err.Error())
+	}
+	b, err := r.Backends.git(ctx, owner, s, secret, secretVersion)
+	if err != nil {
+		return r.Backends.failing(owner, err.Error())
+	}
+	return b
+}
+
+// secret reads the sink's credentials: git.auth.secretRef, else
+// spec.secretRef; the namespace defaults to the sink's.
+func (r *Reconciler) secret(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (map[string][]byte, string, error) {
+	ref := s.Spec.SecretRef
+	if s.Spec.Git != nil && s.Spec.Git.Auth != nil && s.Spec.Git.Auth.SecretRef != nil {
+		ref = s.Spec.Git.Auth.SecretRef
+	}
+	if ref == nil {
+		return nil, "", nil
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = s.Namespace
+	}
+	var sec corev1.Secret
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", fmt.Errorf("credentials Secret %s/%s not found", ns, ref.Name)
+		}
+		return nil, "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
+	}
+	return sec.Data, sec.ResourceVersion, nil
+}

@@ -1,0 +1,135 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+// Defaults are operator-wide selection settings (flags).
+type Defaults struct {
+	IncludedNamespaces []string
+	ExcludedNamespaces []string
+	ScrubKeys          []string
+}
+
+// compiled is what a target generation compiles to.
+type compiled struct {
+	selection *selection.Target
+	extractor *extract.Extractor
+	gvk       schema.GroupVersionKind
+	namespace string // the one namespace the target can match, or ""
+}
+
+func gvkOf(g kollectv1alpha1.GroupVersionKind) schema.GroupVersionKind {
+	group := g.Group
+	if group == "core" {
+		group = ""
+	}
+	return schema.GroupVersionKind{Group: group, Version: g.Version, Kind: g.Kind}
+}
+
+func selector(s *metav1.LabelSelector, field string) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return sel, nil
+}
+
+func set(items []string) map[string]bool {
+	if len(items) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(items))
+	for _, i := range items {
+		m[i] = true
+	}
+	return m
+}
+
+// compile builds the engine's view of a target and its profile. The error
+// says which field to fix.
+func compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*compiled, error) {
+	var errs []error
+	sel := &selection.Target{OptIn: t.Spec.WatchMode == "OptIn"}
+	var err error
+	if sel.NamespaceSelector, err = selector(t.Spec.NamespaceSelector, "spec.namespaceSelector"); err != nil {
+		errs = append(errs, err)
+	}
+	if sel.NamespaceExcludeSelector, err = selector(t.Spec.NamespaceExcludeSelector, "spec.namespaceExcludeSelector"); err != nil {
+		errs = append(errs, err)
+	}
+	included := t.Spec.IncludedNamespaces
+	if len(included) == 0 {
+		included = d.IncludedNamespaces
+	}
+	sel.Included = set(included)
+	sel.Excluded = set(append(append([]string(nil), t.Spec.ExcludedNamespaces...), d.ExcludedNamespaces...))
+	if len(t.Spec.ResourceRules) == 0 {
+		if sel.Labels, err = selector(t.Spec.LabelSelector, "spec.labelSelector"); err != nil {
+			errs = append(errs, err)
+		}
+		sel.Names = set(t.Spec.Names)
+	}
+	for i, r := range t.Spec.ResourceRules {
+		rule := selection.Rule{GVK: gvkOf(r.GVK)}
+		if rule.NamespaceSelector, err = selector(r.NamespaceSelector, fmt.Sprintf("spec.resourceRules[%d].namespaceSelector", i)); err != nil {
+			errs = append(errs, err)
+		}
+		if len(r.MatchLabels) > 0 || len(r.MatchExpressions) > 0 {
+			if rule.Labels, err = selector(&metav1.LabelSelector{MatchLabels: r.MatchLabels, MatchExpressions: r.MatchExpressions},
+				fmt.Sprintf("spec.resourceRules[%d]", i)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if r.MatchPolicy != "" {
+			if rule.Policy, err = extract.CompileCondition(r.MatchPolicy); err != nil {
+				errs = append(errs, fmt.Errorf("spec.resourceRules[%d].matchPolicy: %w", i, err))
+			}
+		}
+		sel.Rules = append(sel.Rules, rule)
+	}
+
+	attrs := make([]extract.Attribute, 0, len(p.Spec.Attributes))
+	for _, a := range p.Spec.Attributes {
+		attrs = append(attrs, extract.Attribute{Name: a.Name, Path: a.Path, Optional: a.Optional})
+	}
+	var scrubKeys []string
+	scrubKeys = append(scrubKeys, d.ScrubKeys...)
+	if p.Spec.Export != nil && p.Spec.Export.Prune != nil {
+		scrubKeys = append(scrubKeys, p.Spec.Export.Prune.ScrubKeys...)
+	}
+	ex, err := extract.Compile(attrs, extract.NewScrubber(scrubKeys...))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &compiled{selection: sel, extractor: ex, gvk: gvkOf(p.Spec.TargetGVK), namespace: singleNamespace(t, included)}, nil
+}
+
+// singleNamespace finds the one namespace a target can match, so its
+// informer can be scoped to it.
+func singleNamespace(t *kollectv1alpha1.KollectTarget, included []string) string {
+	if len(included) == 1 {
+		return included[0]
+	}
+	if s := t.Spec.NamespaceSelector; s != nil && len(s.MatchExpressions) == 0 && len(s.MatchLabels) == 1 {
+		if ns, ok := s.MatchLabels["kubernetes.io/metadata.name"]; ok {
+			return ns
+		}
+	}
+	return ""
+}

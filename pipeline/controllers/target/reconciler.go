@@ -1,0 +1,217 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/messages"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/selection"
+	"kollect.dev/kollect/pipeline/status"
+)
+
+// Finalizer releases the target's collection before it is deleted.
+const Finalizer = "kollect.dev/target-cleanup"
+
+// Degraded reasons (API.md §4).
+const (
+	ReasonSuspended          = "Suspended"
+	ReasonMissingProfileRef  = "MissingProfileRef"
+	ReasonProfileNotFound    = "ProfileNotFound"
+	ReasonInformerRegFailed  = "InformerRegistrationFailed"
+	ReasonExtractionFailed   = "ExtractionFailed"
+	profileRefIndex          = "spec.profileRef"
+	retryUnservedKindsPeriod = 15 * time.Second
+)
+
+// Engine is what the reconciler drives.
+type Engine interface {
+	UpsertTarget(ctx context.Context, spec engine.TargetSpec) error
+	RemoveTarget(ref messages.TargetRef)
+}
+
+// StatusWriter receives verdicts.
+type StatusWriter interface {
+	SetTarget(key types.NamespacedName, v status.Verdict)
+	Forget(key types.NamespacedName)
+}
+
+// Namespaces lists namespaces for status.
+type Namespaces interface {
+	NamespaceNames() []string
+	Namespace(name string) *unstructured.Unstructured
+}
+
+// Reconciler reconciles KollectTargets.
+type Reconciler struct {
+	Client     client.Client
+	Engine     Engine
+	Status     StatusWriter
+	Namespaces Namespaces
+	Defaults   Defaults
+	// Resync requeues Ready targets so namespace lists stay fresh.
+	Resync      time.Duration
+	Concurrency int
+
+	mu      sync.Mutex
+	applied map[types.NamespacedName]string // target+profile generations in the engine
+}
+
+func (r *Reconciler) appliedGen(key types.NamespacedName) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied[key]
+}
+
+func (r *Reconciler) setApplied(key types.NamespacedName, gen string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == "" {
+		delete(r.applied, key)
+		return
+	}
+	r.applied[key] = gen
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.applied = map[types.NamespacedName]string{}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kollectv1alpha1.KollectTarget{}, profileRefIndex, func(o client.Object) []string {
+		return []string{o.(*kollectv1alpha1.KollectTarget).Spec.ProfileRef}
+	}); err != nil {
+		return fmt.Errorf("index targets by profile: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollecttarget").
+		For(&kollectv1alpha1.KollectTarget{}).
+		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
+		Complete(r)
+}
+
+func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+	}
+	return reqs
+}
+
+func ref(key types.NamespacedName) messages.TargetRef {
+	return messages.TargetRef{Kind: "KollectTarget", Namespace: key.Namespace, Name: key.Name}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var t kollectv1alpha1.KollectTarget
+	if err := r.Client.Get(ctx, req.NamespacedName, &t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.release(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		r.release(req.NamespacedName)
+		if controllerutil.RemoveFinalizer(&t, Finalizer) {
+			return reconcile.Result{}, r.Client.Update(ctx, &t)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&t, Finalizer) {
+		if err := r.Client.Update(ctx, &t); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	verdict := status.Verdict{Generation: t.Generation, Detail: t.Spec.ProfileRef, Rules: len(t.Spec.ResourceRules)}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		r.Engine.RemoveTarget(ref(req.NamespacedName))
+		r.setApplied(req.NamespacedName, "")
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.SetTarget(req.NamespacedName, verdict)
+		return reconcile.Result{}, nil
+	}
+	if t.Spec.Suspend {
+		return degrade(ReasonSuspended, "spec.suspend is true: collection stopped")
+	}
+	if t.Spec.ProfileRef == "" {
+		return degrade(ReasonMissingProfileRef, "spec.profileRef is empty")
+	}
+	var p kollectv1alpha1.KollectProfile
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProfileRef}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return degrade(ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", t.Spec.ProfileRef, t.Namespace))
+		}
+		return reconcile.Result{}, err
+	}
+	c, err := compile(&t, &p, r.Defaults)
+	if err != nil {
+		return degrade(ReasonExtractionFailed, err.Error())
+	}
+	verdict.Matched, verdict.Effective = r.namespaces(c.selection)
+
+	generations := fmt.Sprintf("%d/%s", t.Generation, p.ResourceVersion)
+	if r.appliedGen(req.NamespacedName) != generations {
+		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
+			ProfileGVK: c.gvk, Selection: c.selection, Extractor: c.extractor, Namespace: c.namespace})
+		if err != nil {
+			res, _ := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.gvk, err))
+			if errors.Is(err, informers.ErrNotServed) {
+				// Recover on our own once the CRD is installed.
+				res.RequeueAfter = retryUnservedKindsPeriod
+			} else {
+				res.RequeueAfter = 2 * retryUnservedKindsPeriod
+			}
+			return res, nil
+		}
+		r.setApplied(req.NamespacedName, generations)
+	}
+	r.Status.SetTarget(req.NamespacedName, verdict)
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) release(key types.NamespacedName) {
+	r.Engine.RemoveTarget(ref(key))
+	r.setApplied(key, "")
+	r.Status.Forget(key)
+}
+
+// namespaces lists the namespaces the target's intent and filters match.
+func (r *Reconciler) namespaces(sel *selection.Target) (matched, effective []string) {
+	if r.Namespaces == nil {
+		return nil, nil
+	}
+	for _, name := range r.Namespaces.NamespaceNames() {
+		ns := selection.Namespace{Name: name}
+		if obj := r.Namespaces.Namespace(name); obj != nil {
+			ns.Labels, ns.Annotations = obj.GetLabels(), obj.GetAnnotations()
+		}
+		if sel.NamespaceMatches(ns) {
+			matched = append(matched, name)
+			effective = append(effective, name)
+		}
+	}
+	sort.Strings(matched)
+	sort.Strings(effective)
+	return matched, effective
+}

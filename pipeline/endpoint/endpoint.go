@@ -1,0 +1,109 @@
+package endpoint
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// Policy says which destinations are acceptable.
+type Policy struct {
+	// AllowPrivate permits RFC 1918 and IPv6 ULA addresses (in-cluster
+	// services).
+	AllowPrivate bool
+	// AllowLoopback permits loopback HTTP(S) remotes. Development and tests
+	// only: never set it in a cluster.
+	AllowLoopback bool
+	// Lookup resolves host names; nil uses the system resolver.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+var blockedNames = []string{"localhost", "localhost.localdomain", "metadata", "metadata.google.internal",
+	"instance-data", "instance-data.ec2.internal"}
+
+var blockedPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"), // CGNAT
+	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+// CheckURL validates a URL endpoint. schemes lists the accepted schemes;
+// file:// URLs (local repositories) carry no host and pass when listed.
+func (p Policy) CheckURL(ctx context.Context, raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("endpoint %q is not a URL: %w", raw, err)
+	}
+	ok := false
+	for _, s := range schemes {
+		ok = ok || u.Scheme == s
+	}
+	if !ok {
+		return fmt.Errorf("endpoint scheme %q is not supported here (use one of %s)", u.Scheme, strings.Join(schemes, ", "))
+	}
+	if u.Scheme == "file" {
+		return nil
+	}
+	return p.CheckHost(ctx, u.Hostname())
+}
+
+// CheckHost validates a host name or literal address.
+func (p Policy) CheckHost(ctx context.Context, host string) error {
+	if host == "" {
+		return fmt.Errorf("endpoint has no host")
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	loopbackName := h == "localhost" || strings.HasSuffix(h, ".localhost")
+	for _, b := range blockedNames {
+		if h == b && !(loopbackName && p.AllowLoopback) {
+			return fmt.Errorf("endpoint host %q is not allowed (loopback or metadata service)", host)
+		}
+	}
+	if strings.HasSuffix(h, ".localhost") && !p.AllowLoopback {
+		return fmt.Errorf("endpoint host %q is not allowed (loopback)", host)
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(h); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		lookup := p.Lookup
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		if addrs, err = lookup(ctx, h); err != nil {
+			return fmt.Errorf("resolve endpoint host %q: %w", host, err)
+		}
+	}
+	for _, a := range addrs {
+		if err := p.checkAddr(a.Unmap()); err != nil {
+			return fmt.Errorf("endpoint host %q: %w", host, err)
+		}
+	}
+	return nil
+}
+
+func (p Policy) checkAddr(a netip.Addr) error {
+	switch {
+	case a.IsLoopback():
+		if p.AllowLoopback {
+			return nil
+		}
+		return fmt.Errorf("address %s is loopback", a)
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(), a.IsMulticast(), a.IsUnspecified(), a.IsInterfaceLocalMulticast():
+		return fmt.Errorf("address %s is link-local, multicast or unspecified", a)
+	}
+	for _, pfx := range blockedPrefixes {
+		if pfx.Contains(a) {
+			return fmt.Errorf("address %s is in the reserved range %s", a, pfx)
+		}
+	}
+	if a.IsPrivate() && !p.AllowPrivate {
+		return fmt.Errorf("address %s is private; start the operator with --allow-private-sinks to permit in-cluster sinks", a)
+	}
+	return nil
+}

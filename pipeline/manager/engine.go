@@ -1,0 +1,80 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/controllers/inventory"
+	"kollect.dev/kollect/pipeline/controllers/target"
+	"kollect.dev/kollect/pipeline/endpoint"
+	"kollect.dev/kollect/pipeline/status"
+)
+
+// engineRunnable runs the collection engine while this replica leads.
+type engineRunnable struct {
+	inf *informers.Manager
+	eng *engine.Engine
+}
+
+func (r engineRunnable) Start(ctx context.Context) error {
+	defer r.eng.Stop()
+	if err := r.inf.StartNamespaces(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (engineRunnable) NeedLeaderElection() bool { return true }
+
+// setupEngine builds the collection engine and registers the reconcilers
+// that drive it.
+func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	cfg := mgr.GetConfig()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
+	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
+	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow)
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("add status writer: %w", err)
+	}
+	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
+		return fmt.Errorf("add engine: %w", err)
+	}
+	resync := o.TargetCountResync
+	if resync <= 0 {
+		resync = 60 * time.Second
+	}
+	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+		Concurrency: o.ConcurrentTarget, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
+			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}}
+	if err := tr.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("set up target controller: %w", err)
+	}
+	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory,
+		Backends: &inventory.Backends{
+			Policy:    endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks},
+			MirrorDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR"),
+		}}
+	if err := ir.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up inventory controller: %w", err)
+	}
+	return nil
+}

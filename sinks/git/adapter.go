@@ -1,0 +1,83 @@
+package git
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+)
+
+// Endpoint returns the sink's remote URL without userinfo or fragment, and
+// the branch named by spec.git.branch, the #branch= fragment, or main.
+func Endpoint(spec *kollectv1alpha1.KollectSnapshotSinkSpec) (string, string, error) {
+	raw := spec.Endpoint
+	if raw == "" && spec.Git != nil {
+		raw = spec.Git.Endpoint
+	}
+	if raw == "" {
+		return "", "", fmt.Errorf("spec.endpoint is required for a git sink")
+	}
+	if !strings.Contains(raw, "://") {
+		return "", "", fmt.Errorf("spec.endpoint %q must be a URL (https://, http:// or file://); scp-style user@host:path is not supported", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("spec.endpoint: %w", err)
+	}
+	branch := "main"
+	if b, ok := strings.CutPrefix(u.Fragment, "branch="); ok && b != "" {
+		branch = b
+	}
+	if spec.Git != nil && spec.Git.Branch != "" {
+		branch = spec.Git.Branch
+	}
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	return u.String(), branch, nil
+}
+
+// FromSpec builds a Git sink configuration from a snapshot sink and the
+// data of its credentials Secret (nil when it has none).
+func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret map[string][]byte, mirrorDir string) (Config, error) {
+	endpoint, branch, err := Endpoint(spec)
+	if err != nil {
+		return Config{}, err
+	}
+	if strings.HasPrefix(endpoint, "ssh://") {
+		return Config{}, fmt.Errorf("ssh remotes are not supported yet; use an https:// endpoint with a token")
+	}
+	cfg := Config{URL: endpoint, Branch: branch, SinkName: name, MirrorDir: mirrorDir}
+	if secret != nil {
+		cfg.Username = string(secret["username"])
+		cfg.Token = string(secret["password"])
+		if t := secret["token"]; len(t) > 0 {
+			cfg.Token = string(t)
+		}
+	}
+	format := "yaml"
+	if spec.Serialization != nil && spec.Serialization.Format != "" {
+		format = strings.ToLower(spec.Serialization.Format)
+	}
+	l := Layout{Format: format, Cluster: spec.Cluster, DocumentPath: spec.PathTemplate}
+	if g := spec.Git; g != nil {
+		cfg.CommitMessage, cfg.ForcePush = g.CommitMessage, g.PushPolicy == "ForcePush"
+		if g.Author != nil {
+			cfg.AuthorName, cfg.AuthorEmail = g.Author.Name, g.Author.Email
+		}
+		if l.DocumentPath == "" {
+			l.DocumentPath = g.PathTemplate
+		}
+	}
+	if lay := spec.Layout; lay != nil {
+		l.Mode, l.Content, l.ItemPath = lay.Mode, lay.Content, lay.PathTemplate
+		if lay.Mode == "split" {
+			l.Mode = "perResource" // the index document is not written yet
+		}
+		if f := lay.Filename; f != nil {
+			l.GroupInPath, l.MaxSegment = f.GroupInPath, int(f.MaxSegmentLength)
+			l.KeepKindCase = f.LowercaseKind != nil && !*f.LowercaseKind
+		}
+	}
+	cfg.Layout = l
+	return cfg, nil
+}
