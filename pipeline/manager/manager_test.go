@@ -123,7 +123,6 @@ func TestManagerServesProbesAndMetricsAndTakesTheLease(t *testing.T) {
 	}
 	t.Logf("manager stopped %s after cancellation", time.Since(start).Round(time.Millisecond))
 
-
 	// ReleaseOnCancel: the next leader need not wait for the lease to expire.
 	var lease coordinationv1.Lease
 	key := types.NamespacedName{Namespace: "kollect-system", Name: manager.LeaderElectionID}
