@@ -25,6 +25,13 @@ type Extractor struct {
 	optional []bool
 	evals    []evaluator
 	scrub    *Scrubber
+	embed    *Embed
+}
+
+// WithEmbed makes Extract also store the pruned object (Resource mode).
+func (e *Extractor) WithEmbed(em *Embed) *Extractor {
+	e.embed = em
+	return e
 }
 
 // Compile parses and compiles every attribute path. The error names each
@@ -83,6 +90,9 @@ func (e *Extractor) Extract(obj map[string]any) (map[string]any, error) {
 			}
 			out[e.names[i]] = v
 		}
+	}
+	if e.embed != nil {
+		out[e.embed.As] = e.embed.Apply(obj, e.scrub)
 	}
 	return out, nil
 }

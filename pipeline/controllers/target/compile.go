@@ -113,6 +113,18 @@ func compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 	ex, err := extract.Compile(attrs, extract.NewScrubber(scrubKeys...))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
+	} else if x := p.Spec.Export; x != nil && x.Mode == "Resource" {
+		pruneDefaults, pointers, paths := true, []string(nil), []string(nil)
+		if x.Prune != nil {
+			pruneDefaults = x.Prune.Defaults == nil || *x.Prune.Defaults
+			pointers, paths = x.Prune.JSONPointers, x.Prune.JSONPaths
+		}
+		em, err := extract.NewEmbed(x.As, x.Include, x.DedupeIdentity == nil || *x.DedupeIdentity, pruneDefaults, pointers, paths)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
+		} else {
+			ex.WithEmbed(em)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

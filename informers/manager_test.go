@@ -1,0 +1,140 @@
+package informers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]informers.Event
+}
+
+func (r *recorder) Notify(ev informers.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen[ev.Key] = ev
+}
+
+func (r *recorder) get(key string) (informers.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev, ok := r.seen[key]
+	return ev, ok
+}
+
+var configMaps = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+func newManager(t *testing.T) *informers.Manager {
+	t.Helper()
+	m := informers.New(dynamic.NewForConfigOrDie(env.Config), discovery.NewDiscoveryClientForConfigOrDie(env.Config), time.Hour, 10*time.Second, nil)
+	t.Cleanup(m.Stop)
+	return m
+}
+
+func createCM(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"}}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
+	ctx := context.Background()
+	createCM(t, "inf-a", "one")
+	createCM(t, "inf-b", "two")
+	m := newManager(t)
+
+	a := &recorder{seen: map[string]informers.Event{}}
+	gvr, store, err := m.Acquire(ctx, configMaps, "a", "inf-a", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gvr.Resource != "configmaps" {
+		t.Fatalf("discovery resolved %v", gvr)
+	}
+	// Scoped to inf-a while the only subscriber asks for it.
+	if got := len(store.List("inf-b")); got != 0 {
+		t.Fatalf("a namespace-scoped informer cached %d objects of another namespace", got)
+	}
+	waitFor(t, "the subscriber sees inf-a/one", func() bool { _, ok := a.get("inf-a/one"); return ok })
+	ev, _ := a.get("inf-a/one")
+	if _, ok := ev.Object.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok || ev.Object.GetAnnotations()["keep"] != "me" {
+		t.Errorf("transform: want last-applied stripped and other annotations kept, got %v", ev.Object.GetAnnotations())
+	}
+	if len(ev.Object.GetManagedFields()) != 0 {
+		t.Error("transform: managedFields were cached")
+	}
+
+	// A second subscriber wanting every namespace widens the informer.
+	b := &recorder{seen: map[string]informers.Event{}}
+	_, store, err = m.Acquire(ctx, configMaps, "b", "", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the widened informer delivers inf-b/two", func() bool { _, ok := b.get("inf-b/two"); return ok })
+	if len(store.List("inf-b")) == 0 {
+		t.Error("the widened informer does not cache inf-b")
+	}
+
+	// Releasing the last subscriber stops the informer: no more events.
+	m.Release(gvr, "a")
+	m.Release(gvr, "b")
+	createCM(t, "inf-b", "three")
+	time.Sleep(300 * time.Millisecond)
+	if _, ok := b.get("inf-b/three"); ok {
+		t.Error("a released subscriber still receives events")
+	}
+}
+
+func TestAKindThatIsNotServedFailsClearly(t *testing.T) {
+	m := newManager(t)
+	_, _, err := m.Acquire(context.Background(), schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+		"x", "", &recorder{seen: map[string]informers.Event{}})
+	if !errors.Is(err, informers.ErrNotServed) {
+		t.Fatalf("want ErrNotServed, got %v", err)
+	}
+}
