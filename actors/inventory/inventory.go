@@ -17,6 +17,9 @@ type Config struct {
 	Bindings    []sink.Config
 	Targets     []*actor.PID
 	BatchWindow time.Duration
+	// DedupeByUID keeps one row per object when several targets collect it
+	// (KollectClusterInventory dedupe: byResourceUID).
+	DedupeByUID bool
 }
 
 // Configure replaces the configuration: bindings are spawned or stopped,
@@ -61,8 +64,7 @@ type actorState struct {
 	metrics  *actors.Metrics
 
 	cfg       *Config
-	rows      map[rows.Key]*rows.Row
-	byTarget  map[messages.TargetRef]map[rows.Key]bool
+	rows      *rowSet
 	targets   map[string]*actor.PID
 	bindings  map[string]*binding
 	scheduled bool
@@ -73,8 +75,8 @@ type actorState struct {
 // Props builds the actor's props. Sink children are restarted on failure.
 func Props(reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{reporter: reporter, metrics: metrics, rows: map[rows.Key]*rows.Row{},
-			byTarget: map[messages.TargetRef]map[rows.Key]bool{}, targets: map[string]*actor.PID{}, bindings: map[string]*binding{}}
+		return &actorState{reporter: reporter, metrics: metrics, rows: newRowSet(),
+			targets: map[string]*actor.PID{}, bindings: map[string]*binding{}}
 	},
 		actor.WithMailbox(actor.Unbounded(metrics.Mailbox("inventory", name)...)),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(100, time.Minute, actor.DefaultDecider)))
@@ -85,10 +87,10 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *Configure:
 		a.configure(ctx, msg.Config)
 	case *messages.RowsChanged:
-		a.applyRows(msg)
+		a.dirty = a.rows.apply(msg) || a.dirty
 		a.schedule(ctx)
 	case *messages.TargetGone:
-		a.dropTarget(msg.Target)
+		a.dirty = a.rows.drop(msg.Target) || a.dirty
 		a.schedule(ctx)
 	case flush:
 		a.scheduled = false
@@ -147,38 +149,6 @@ func sameBinding(a, b sink.Config) bool {
 	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type
 }
 
-func (a *actorState) applyRows(m *messages.RowsChanged) {
-	keys := a.byTarget[m.Target]
-	if keys == nil {
-		keys = map[rows.Key]bool{}
-		a.byTarget[m.Target] = keys
-	}
-	if m.Replace {
-		for k := range keys {
-			delete(a.rows, k)
-		}
-		clear(keys)
-	}
-	for _, k := range m.Deletes {
-		delete(a.rows, k)
-		delete(keys, k)
-	}
-	for _, r := range m.Upserts {
-		k := r.Key()
-		a.rows[k] = r
-		keys[k] = true
-	}
-	a.dirty = true
-}
-
-func (a *actorState) dropTarget(t messages.TargetRef) {
-	for k := range a.byTarget[t] {
-		delete(a.rows, k)
-	}
-	delete(a.byTarget, t)
-	a.dirty = true
-}
-
 // schedule coalesces changes for one batch window.
 func (a *actorState) schedule(ctx actor.Context) {
 	if a.scheduled || !a.dirty || a.cfg == nil {
@@ -200,11 +170,7 @@ func (a *actorState) export(ctx actor.Context) {
 		return
 	}
 	a.dirty = false
-	all := make([]*rows.Row, 0, len(a.rows))
-	for _, r := range a.rows {
-		all = append(all, r)
-	}
-	snap := rows.NewSnapshot(a.cfg.ID, all, time.Now())
+	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), time.Now())
 	a.last = snap
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap})
@@ -231,7 +197,7 @@ func (a *actorState) sendReport() {
 	if a.reporter == nil || a.cfg == nil {
 		return
 	}
-	rep := Report{ID: a.cfg.ID, ItemCount: len(a.rows)}
+	rep := Report{ID: a.cfg.ID, ItemCount: a.rows.len()}
 	for _, bc := range a.cfg.Bindings {
 		if b := a.bindings[bc.Key]; b != nil {
 			rep.Bindings = append(rep.Bindings, b.report)

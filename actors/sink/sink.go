@@ -67,8 +67,9 @@ func (c *Config) defaults() {
 // Slot survives restarts of the actor: the newest snapshot and the last
 // acknowledged one are never lost to a crash.
 type Slot struct {
-	Latest *rows.Snapshot
-	Acked  *rows.Snapshot
+	Latest  *rows.Snapshot
+	Acked   *rows.Snapshot
+	AckedAt time.Time
 }
 
 // Offer hands the binding a new snapshot.
@@ -94,7 +95,7 @@ type done struct {
 	took time.Duration
 }
 type retry struct{}
-type heartbeat struct{ checksum string }
+type due struct{}
 
 type actorState struct {
 	cfg     Config
@@ -105,15 +106,17 @@ type actorState struct {
 	circuit  Circuit
 	failures int
 	waiting  bool // a retry timer is pending
-	force    bool // re-export even if unchanged (heartbeat)
+	timer    *time.Timer
 	cancel   context.CancelFunc
+	debounce Debounce
 }
 
 // Props builds a supervised sink actor for one binding.
 func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 	cfg.defaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{cfg: cfg, slot: slot, metrics: metrics, circuit: Closed}
+		return &actorState{cfg: cfg, slot: slot, metrics: metrics, circuit: Closed,
+			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
 }
 
@@ -140,15 +143,17 @@ func (a *actorState) Receive(ctx actor.Context) {
 			a.setCircuit(HalfOpen)
 		}
 		a.maybeStart(ctx)
-	case heartbeat:
-		if a.slot.Acked != nil && a.slot.Acked.Checksum == msg.checksum && a.slot.Latest == a.slot.Acked {
-			a.force = true
-			a.maybeStart(ctx)
-		}
+	case due:
+		a.timer = nil
+		a.maybeStart(ctx)
 	}
 }
 
 func (a *actorState) stopInflight() {
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
 	if a.cancel != nil {
 		a.cancel()
 		a.cancel = nil
@@ -168,11 +173,18 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	if a.inflight || a.waiting || snap == nil {
 		return
 	}
-	if acked := a.slot.Acked; !a.force && acked != nil && acked.Checksum == snap.Checksum &&
-		acked.Inventory.Generation == snap.Inventory.Generation {
+	export, wait := a.debounce.Decide(a.slot.Acked, a.slot.AckedAt, snap)
+	if !export {
+		if wait > 0 && a.timer == nil {
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			a.timer = time.AfterFunc(wait, func() { root.Send(self, due{}) })
+		}
 		return
 	}
-	a.force = false
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
 	a.inflight = true
 	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 	a.cancel = cancel
@@ -195,11 +207,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
 		a.failures = 0
 		a.setCircuit(Closed)
-		a.slot.Acked = d.snap
-		if a.cfg.Interval > 0 {
-			sum, self, root := d.snap.Checksum, ctx.Self(), ctx.ActorSystem().Root
-			time.AfterFunc(a.cfg.Interval, func() { root.Send(self, heartbeat{checksum: sum}) })
-		}
+		a.slot.Acked, a.slot.AckedAt = d.snap, a.debounce.Now()
 	} else {
 		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
 		class := "transient"

@@ -142,3 +142,19 @@ func TestNewestSnapshotReplacesUnsentOnesAndDuplicatesAreSkipped(t *testing.T) {
 		t.Fatalf("want first then third exported, got %v", got)
 	}
 }
+
+func TestUnchangedSnapshotIsReExportedOnlyAfterTheInterval(t *testing.T) {
+	be := &flakyBackend{}
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be, Interval: 300 * time.Millisecond})
+	snap := snapshot(t, "a")
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
+	first := next(t, results)
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snap}) // same content, within the interval
+	second := next(t, results)
+	if gap := second.At.Sub(first.At); gap < 250*time.Millisecond {
+		t.Fatalf("unchanged content re-exported after %s, before the 300ms interval", gap)
+	}
+	if got := be.got(); len(got) != 2 || got[0] != got[1] {
+		t.Fatalf("want the same snapshot exported twice (heartbeat), got %v", got)
+	}
+}

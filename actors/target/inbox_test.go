@@ -1,0 +1,51 @@
+package target
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/informers"
+)
+
+// TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake drives 10,000
+// events for 10 objects at an actor that is busy: the informer side never
+// blocks, the mailbox holds at most one wake-up, and only the newest event
+// per object is handed over.
+func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	inbox := NewInbox(sys.Root)
+	release := make(chan struct{})
+	var wakes atomic.Int32
+	drained := make(chan map[string]informers.Event, 10)
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(wake); ok {
+			wakes.Add(1)
+			<-release // busy while events keep arriving
+			evs, _ := inbox.drain()
+			drained <- evs
+		}
+	}))
+	inbox.Bind(pid)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for i := 0; i < 10000; i++ {
+		inbox.Notify(informers.Event{GVR: gvr, Key: string(rune('a' + i%10))})
+	}
+	close(release)
+	select {
+	case evs := <-drained:
+		if len(evs) != 10 {
+			t.Fatalf("want 10 coalesced events (one per object), got %d", len(evs))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the actor was never woken")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := wakes.Load(); n != 1 {
+		t.Fatalf("want exactly one wake-up for the whole burst, got %d", n)
+	}
+}
