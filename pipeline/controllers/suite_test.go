@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"kollect.dev/kollect/pipeline/manager"
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
@@ -35,35 +32,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	metricsAddr = freeAddr()
-	var o manager.Options
-	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	o.BindFlags(fs)
-	if err := fs.Parse([]string{"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + freeAddr(),
-		"--export-batch-window=50ms", "--status-flush-interval=100ms", "--zap-log-level=error"}); err != nil {
+	mgr, err := env.StartManager()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, env.Config, o) }()
+	metricsAddr = mgr.MetricsAddr
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := mgr.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		code = 1
 	}
 	_ = env.Stop()
 	os.Exit(code)
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // apply creates or replaces the objects of a YAML stream (documents split

@@ -101,8 +101,8 @@ func New(cfg Config) (*Sink, error) {
 }
 
 func (s *Sink) auth() transport.AuthMethod {
-	if s.cfg.Token == "" {
-		return nil
+	if s.cfg.Token == "" || strings.HasPrefix(s.cfg.URL, "file://") {
+		return nil // local repositories take no credentials
 	}
 	user := s.cfg.Username
 	if user == "" {

@@ -1,0 +1,146 @@
+//go:build conformance
+
+package conformance_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/testenv"
+)
+
+func git(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func shopDeployment(name, app, image string) *appsv1.Deployment {
+	lbl := map[string]string{"app": app}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name, Labels: lbl},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}},
+	}
+}
+
+// TestDemoGitOnlyEndToEnd runs the upstream hero demo (samples/demo/git-only)
+// unchanged except for the sink endpoint, which points at a local bare
+// repository instead of an in-cluster Forgejo. It gets a control plane of
+// its own, so the manager never sees the other samples' external endpoints.
+func TestDemoGitOnlyEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	demoEnv, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer demoEnv.Stop()
+	c := demoEnv.Client
+
+	bare := filepath.Join(t.TempDir(), "inventory-demo.git")
+	if out, err := git("", "init", "--bare", "-b", "main", bare); err != nil {
+		t.Fatal(out)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hero-git-credentials"},
+		StringData: map[string]string{"token": "not-needed-for-a-local-remote"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*appsv1.Deployment{shopDeployment("storefront", "shop", "ghcr.io/example/storefront:1.4.2"),
+		shopDeployment("cart", "shop", "ghcr.io/example/cart:2.0.0"), shopDeployment("grafana", "monitoring", "grafana/grafana:11")} {
+		if err := c.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"profile.yaml", "target.yaml", "sink.yaml", "inventory.yaml"} {
+		docs, err := readDocs(filepath.Join(corpusDir, "samples/demo/git-only", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range docs {
+			if doc.GetKind() == "KollectSnapshotSink" {
+				doc.Object["spec"].(map[string]any)["endpoint"] = "file://" + bare
+			}
+			if err := c.Patch(ctx, doc, client.Apply, client.ForceOwnership, client.FieldOwner("conformance")); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+	mgr, err := demoEnv.StartManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := mgr.Stop(); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	files := func() string { out, _ := git(bare, "ls-tree", "-r", "--name-only", "main"); return out }
+	waitUntil(t, 30*time.Second, "the shop Deployments appear as per-resource files", func() bool {
+		return files() == "namespaces/demo/deployment/cart.yaml\nnamespaces/demo/deployment/storefront.yaml"
+	})
+	if got, _ := git(bare, "show", "main:namespaces/demo/deployment/storefront.yaml"); got != "image: ghcr.io/example/storefront:1.4.2\nreplicas: 3" {
+		t.Errorf("storefront.yaml:\n%s", got)
+	}
+	subject, _ := git(bare, "log", "-1", "--format=%s|%an <%ae>", "main")
+	if !regexp.MustCompile(`^chore\(kollect-hero/default/demo-inventory\): export 2 items @ [0-9a-f]{12}\|kollect <kollect@kollect.dev>$`).MatchString(subject) {
+		t.Errorf("commit: %s", subject)
+	}
+
+	// One commit per change; a deleted Deployment's file is pruned.
+	if err := c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "cart"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the deleted Deployment's file is pruned", func() bool {
+		return files() == "namespaces/demo/deployment/storefront.yaml"
+	})
+	commits, _ := git(bare, "rev-list", "--count", "main")
+	// Unchanged data (an update that changes no attribute) makes no commit.
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "storefront"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Annotations = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if again, _ := git(bare, "rev-list", "--count", "main"); again != commits || commits != "2" {
+		t.Errorf("want 2 commits (create, delete) and none for an unrelated update; got %s then %s", commits, again)
+	}
+	waitUntil(t, 10*time.Second, "the inventory reports what the sink acknowledged", func() bool {
+		var inv kollectv1alpha1.KollectInventory
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-inventory"}, &inv); err != nil {
+			return false
+		}
+		ready := meta.FindStatusCondition(inv.Status.Conditions, "Ready")
+		return ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == "Exported" &&
+			inv.Status.ExportedCount != nil && *inv.Status.ExportedCount == 1 && inv.Status.ItemCount == 1
+	})
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+	}
+}
