@@ -70,6 +70,9 @@ type actorState struct {
 	scheduled bool
 	dirty     bool
 	last      *rows.Snapshot
+	// buildCost is how long the last snapshot took; the batch window
+	// stretches to four times it, so building stays a bounded share of CPU.
+	buildCost time.Duration
 }
 
 // Props builds the actor's props. Sink children are restarted on failure.
@@ -159,6 +162,7 @@ func (a *actorState) schedule(ctx actor.Context) {
 	if window <= 0 {
 		window = 200 * time.Millisecond
 	}
+	window = max(window, 4*a.buildCost)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	time.AfterFunc(window, func() { root.Send(self, flush{}) })
 }
@@ -170,7 +174,13 @@ func (a *actorState) export(ctx actor.Context) {
 		return
 	}
 	a.dirty = false
-	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), time.Now())
+	if len(a.bindings) == 0 {
+		a.sendReport() // nothing to export to: only the count matters
+		return
+	}
+	start := time.Now()
+	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
+	a.buildCost = time.Since(start)
 	a.last = snap
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap})

@@ -27,10 +27,15 @@ func NewInbox(root *actor.RootContext) *Inbox {
 	return &Inbox{root: root, pending: map[string]informers.Event{}, nsDirty: map[string]bool{}}
 }
 
-// Bind sets the actor the inbox wakes.
+// Bind sets the actor the inbox wakes, and wakes it when events arrived
+// before it started.
 func (b *Inbox) Bind(pid *actor.PID) {
 	b.mu.Lock()
 	b.pid = pid
+	if len(b.pending) > 0 || len(b.nsDirty) > 0 {
+		b.wakeLocked()
+		return
+	}
 	b.mu.Unlock()
 }
 

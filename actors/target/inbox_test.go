@@ -49,3 +49,27 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 		t.Fatalf("want exactly one wake-up for the whole burst, got %d", n)
 	}
 }
+
+func TestEventsBeforeTheActorStartsAreDelivered(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	inbox := NewInbox(sys.Root)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	inbox.Notify(informers.Event{GVR: gvr, Key: "early"})
+	got := make(chan int, 1)
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(wake); ok {
+			evs, _ := inbox.drain()
+			got <- len(evs)
+		}
+	}))
+	inbox.Bind(pid)
+	select {
+	case n := <-got:
+		if n != 1 {
+			t.Fatalf("want the early event, got %d events", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an event that arrived before Bind was never delivered")
+	}
+}

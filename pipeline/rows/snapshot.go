@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,26 +29,23 @@ type Snapshot struct {
 // NewSnapshot orders rows canonically and computes the checksum. It takes
 // ownership of rows.
 func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
-	keys := make([]string, len(rs))
-	idx := make([]int, len(rs))
-	for i, r := range rs {
-		keys[i] = r.SortKey()
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case keys[a] < keys[b]:
-			return -1
-		case keys[a] > keys[b]:
-			return 1
+	slices.SortFunc(rs, Compare)
+	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC()}
+}
+
+// Compare orders rows canonically; it equals comparing SortKey values
+// without building them.
+func Compare(a, b *Row) int {
+	for _, c := range [...]int{
+		strings.Compare(a.TargetNamespace, b.TargetNamespace), strings.Compare(a.TargetName, b.TargetName),
+		strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.UID, b.UID),
+		strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version), strings.Compare(a.Kind, b.Kind),
+	} {
+		if c != 0 {
+			return c
 		}
-		return 0
-	})
-	ordered := make([]*Row, len(rs))
-	for i, j := range idx {
-		ordered[i] = rs[j]
 	}
-	return &Snapshot{Inventory: id, Rows: ordered, Checksum: Checksum(ordered), ExportedAt: at.UTC()}
+	return 0
 }
 
 // Checksum is the lower-case hex SHA-256 of the compact JSON array of rows

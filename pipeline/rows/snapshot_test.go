@@ -70,3 +70,24 @@ func TestEmptySnapshotHasEmptyItems(t *testing.T) {
 		t.Errorf("empty envelope: %s", got)
 	}
 }
+
+func TestCompareMatchesSortKey(t *testing.T) {
+	mk := func(tns, tn, ns, n, uid string) *rows.Row {
+		return mustRow(t, rows.Row{TargetNamespace: tns, TargetName: tn, Namespace: ns, Name: n, UID: uid, Version: "v1", Kind: "K"})
+	}
+	all := []*rows.Row{mk("a", "t", "n", "x", "1"), mk("a", "t", "n", "xy", "1"), mk("a", "tt", "", "x", "1"),
+		mk("ab", "", "", "", ""), mk("a", "t", "n", "x", "0"), mk("", "z", "z", "z", "z")}
+	for _, a := range all {
+		for _, b := range all {
+			want := 0
+			if a.SortKey() < b.SortKey() {
+				want = -1
+			} else if a.SortKey() > b.SortKey() {
+				want = 1
+			}
+			if got := rows.Compare(a, b); got != want {
+				t.Errorf("Compare(%q, %q) = %d, SortKey order says %d", a.SortKey(), b.SortKey(), got, want)
+			}
+		}
+	}
+}

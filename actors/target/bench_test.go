@@ -1,0 +1,114 @@
+package target_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/actors/inventory"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+type emptyStore struct{}
+
+func (emptyStore) List(string) []*unstructured.Unstructured { return nil }
+
+type noNamespaces struct{}
+
+func (noNamespaces) Namespace(string) *unstructured.Unstructured { return nil }
+
+type countReporter struct {
+	want int
+	done chan struct{}
+}
+
+func (c *countReporter) InventoryReport(r inventory.Report) {
+	if r.ItemCount >= c.want {
+		select {
+		case c.done <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func object(i int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{
+			"name": fmt.Sprintf("demo-%06d", i), "namespace": fmt.Sprintf("ns-%d", i%13), "uid": fmt.Sprintf("uid-%06d", i),
+			"labels": map[string]any{"app": "kollect", "app.kubernetes.io/part-of": fmt.Sprintf("tier-%d", i%5)},
+		},
+		"spec":   map[string]any{"replicas": int64(i%9 + 1)},
+		"status": map[string]any{"readyReplicas": int64(i % 9)},
+	}}
+}
+
+// BenchmarkRouterToInventory measures events per second from the router
+// (the Inbox an informer notifies) through a Target actor (selection,
+// extraction, row encoding) into an Inventory actor, and the heap retained
+// per row once the source objects are gone.
+func BenchmarkRouterToInventory(b *testing.B) {
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	ex, err := extract.Compile([]extract.Attribute{
+		{Name: "name", Path: "{.metadata.name}"},
+		{Name: "replicas", Path: "{.spec.replicas}"},
+		{Name: "ready", Path: "cel:has(object.status.readyReplicas) ? object.status.readyReplicas : 0"},
+	}, extract.NewScrubber())
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	events := make([]informers.Event, b.N)
+	for i := range events {
+		o := object(i)
+		events[i] = informers.Event{GVR: gvr, Key: o.GetNamespace() + "/" + o.GetName(), Object: o}
+	}
+
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	rep := &countReporter{want: b.N, done: make(chan struct{}, 1)}
+	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench"))
+	inbox := target.NewInbox(sys.Root)
+	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
+	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
+	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, ProfileGVK: gvk, Selection: &selection.Target{},
+		Extractor: ex, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}}}})
+	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
+		Targets: []*actor.PID{tgt}, BatchWindow: time.Millisecond}})
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range events {
+		inbox.Notify(events[i])
+	}
+	select {
+	case <-rep.done:
+	case <-time.After(5 * time.Minute):
+		b.Fatal("the inventory never held every row")
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+
+	events = nil
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc > before.HeapAlloc {
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/row")
+	}
+}
