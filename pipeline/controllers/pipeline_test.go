@@ -164,6 +164,18 @@ spec:
 		!strings.HasSuffix(log, "|kollect <kollect@kollect.dev>") {
 		t.Errorf("commit subject/author: %s", log)
 	}
+
+	// The actor engine and the controllers are observable.
+	m := scrape(t)
+	for _, series := range []string{`kollect_actor_mailbox_depth{actor="target"`, `kollect_actor_mailbox_depth{actor="inventory"`,
+		`kollect_actor_mailbox_depth{actor="sink"`, `kollect_actor_messages_processed_total{actor="target"}`,
+		`kollect_informer_objects{group="apps",resource="deployments",version="v1"}`, "kollect_export_duration_seconds_bucket",
+		"kollect_collect_items_total", `kollect_reconcile_total{controller="kollecttarget",result="success"}`,
+		`kollect_reconcile_duration_seconds_count{controller="kollectinventory"}`} {
+		if !strings.Contains(m, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
 }
 
 func atoi(s string) int {

@@ -14,6 +14,7 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/endpoint"
@@ -58,17 +59,18 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
 		return fmt.Errorf("add engine: %w", err)
 	}
+	cm := controllers.NewMetrics(ctrlmetrics.Registry)
 	resync := o.TargetCountResync
 	if resync <= 0 {
 		resync = 60 * time.Second
 	}
 	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
-		Concurrency: o.ConcurrentTarget, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
+		Concurrency: o.ConcurrentTarget, Metrics: cm, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
 			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}}
 	if err := tr.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
-	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory,
+	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
 		Backends: &inventory.Backends{
 			Policy:    endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks},
 			MirrorDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR"),

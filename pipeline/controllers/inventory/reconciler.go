@@ -17,6 +17,7 @@ import (
 
 	"kollect.dev/kollect/actors/sink"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/status"
 )
@@ -52,6 +53,7 @@ type Reconciler struct {
 	Status      StatusWriter
 	Backends    *Backends
 	Concurrency int
+	Metrics     *controllers.Metrics
 }
 
 // SetupWithManager registers the reconciler; sink changes requeue the
@@ -65,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories).
 		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
-		Complete(r)
+		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
 
 func (r *Reconciler) inventoriesIn(ctx context.Context, o client.Object) []reconcile.Request {

@@ -22,6 +22,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/selection"
 	"kollect.dev/kollect/pipeline/status"
 )
@@ -68,6 +69,7 @@ type Reconciler struct {
 	// Resync requeues Ready targets so namespace lists stay fresh.
 	Resync      time.Duration
 	Concurrency int
+	Metrics     *controllers.Metrics
 
 	mu      sync.Mutex
 	applied map[types.NamespacedName]string // target+profile generations in the engine
@@ -102,7 +104,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&kollectv1alpha1.KollectTarget{}).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
-		Complete(r)
+		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
 
 func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
