@@ -16,6 +16,7 @@ import (
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
+	"kollect.dev/kollect/pipeline/controllers/snapshotsink"
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/status"
@@ -77,6 +78,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}}
 	if err := ir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up inventory controller: %w", err)
+	}
+	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: ir.Backends.Policy, Metrics: cm, RetryAfter: time.Minute}
+	if err := sr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up snapshot sink controller: %w", err)
 	}
 	return nil
 }

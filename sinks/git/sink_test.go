@@ -149,3 +149,19 @@ func TestDocumentModeWritesTheEnvelopeAndSurvivesForeignCommits(t *testing.T) {
 		t.Fatalf("foreign file lost or document missing:\n%s", files)
 	}
 }
+
+func TestProbe(t *testing.T) {
+	ctx := context.Background()
+	if err := git.Probe(ctx, git.Config{URL: "file://" + remote(t)}); err != nil {
+		t.Errorf("a reachable remote: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.git")
+	gitCmd(t, filepath.Dir(empty), "init", "--bare", empty)
+	if err := git.Probe(ctx, git.Config{URL: "file://" + empty}); err != nil {
+		t.Errorf("an empty remote is reachable: %v", err)
+	}
+	err := git.Probe(ctx, git.Config{URL: "file://" + filepath.Join(t.TempDir(), "missing.git")})
+	if err == nil || !strings.Contains(err.Error(), "ls-remote") {
+		t.Errorf("a missing remote: want an ls-remote error, got %v", err)
+	}
+}
