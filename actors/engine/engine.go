@@ -46,8 +46,22 @@ type targetEntry struct {
 }
 
 type inventoryEntry struct {
-	pid *actor.PID
-	cfg inventory.Config
+	pid  *actor.PID
+	spec InventorySpec
+}
+
+// InventorySpec is what UpsertInventory needs.
+type InventorySpec struct {
+	ID       rows.Identity
+	Bindings []sink.Config
+	// Cluster marks a KollectClusterInventory: it reads the cluster targets
+	// in Targets, limited to TargetNamespaces. A namespaced inventory reads
+	// every row whose target namespace is its own (namespaced targets there
+	// and cluster targets' rows of that namespace).
+	Cluster          bool
+	Targets          []messages.TargetRef
+	TargetNamespaces map[string]bool
+	DedupeByUID      bool
 }
 
 // New builds an engine. batch is the inventories' coalescing window.
@@ -66,6 +80,9 @@ type TargetSpec struct {
 	Extractor  *extract.Extractor
 	// Namespace is the single namespace the target can match, or "".
 	Namespace string
+	// PerNamespace gives each row the object's namespace as its target
+	// namespace (cluster targets).
+	PerNamespace bool
 }
 
 // UpsertTarget starts or reconfigures a target. It fails, leaving other
@@ -110,9 +127,9 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	}
 	e.system.Root.Send(ent.pid, &target.Configure{Config: &target.Config{
 		Ref: spec.Ref, ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor,
-		Sources: sources, Generation: spec.Generation,
+		Sources: sources, Generation: spec.Generation, PerNamespace: spec.PerNamespace,
 	}})
-	e.relink(spec.Ref.Namespace)
+	e.relink()
 	return nil
 }
 
@@ -130,24 +147,50 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 		e.inf.Release(g, ref.String())
 	}
 	_ = e.system.Root.StopFuture(ent.pid).Wait()
-	e.relink(ref.Namespace)
+	e.relink()
 }
 
 // UpsertInventory starts or reconfigures an inventory and its bindings.
-func (e *Engine) UpsertInventory(id rows.Identity, bindings []sink.Config) {
+func (e *Engine) UpsertInventory(spec InventorySpec) {
 	e.mu.Lock()
-	key := rows.Identity{Namespace: id.Namespace, Name: id.Name}
+	key := rows.Identity{Namespace: spec.ID.Namespace, Name: spec.ID.Name}
 	ent := e.inventories[key]
 	if ent == nil {
-		pid := e.system.Root.Spawn(inventory.Props(e.reporter, e.metrics, id.Namespace+"/"+id.Name))
+		pid := e.system.Root.Spawn(inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name))
 		ent = &inventoryEntry{pid: pid}
 		e.inventories[key] = ent
 	}
-	ent.cfg = inventory.Config{ID: id, Bindings: bindings, BatchWindow: e.batch, Targets: e.targetsIn(id.Namespace)}
-	cfg := ent.cfg
+	ent.spec = spec
+	cfg := e.configLocked(ent)
 	e.mu.Unlock()
-	e.system.Root.Send(ent.pid, &inventory.Configure{Config: &cfg})
+	e.system.Root.Send(ent.pid, &inventory.Configure{Config: cfg})
 }
+
+// configLocked builds an inventory actor's configuration from its spec and
+// the targets running now.
+func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
+	s := ent.spec
+	cfg := &inventory.Config{ID: s.ID, Bindings: s.Bindings, BatchWindow: e.batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
+	if s.Cluster {
+		cfg.TargetNamespaces = s.TargetNamespaces
+		for _, ref := range s.Targets {
+			if t := e.targets[ref]; t != nil {
+				cfg.Targets = append(cfg.Targets, t.pid)
+			}
+		}
+		return cfg
+	}
+	cfg.TargetNamespaces = map[string]bool{s.ID.Namespace: true}
+	for ref, t := range e.targets {
+		if ref.Namespace == s.ID.Namespace || ref.Kind == ClusterTargetKind {
+			cfg.Targets = append(cfg.Targets, t.pid)
+		}
+	}
+	return cfg
+}
+
+// ClusterTargetKind is the TargetRef kind of cluster targets.
+const ClusterTargetKind = "KollectClusterTarget"
 
 // RemoveInventory stops an inventory and its sink actors.
 func (e *Engine) RemoveInventory(id rows.Identity) {
@@ -161,32 +204,18 @@ func (e *Engine) RemoveInventory(id rows.Identity) {
 	}
 }
 
-// relink sends the inventories of ns their current target list.
-func (e *Engine) relink(ns string) {
+// relink sends every inventory its current target list.
+func (e *Engine) relink() {
 	e.mu.Lock()
 	var sends []func()
-	for key, ent := range e.inventories {
-		if key.Namespace != ns {
-			continue
-		}
-		ent.cfg.Targets = e.targetsIn(ns)
-		cfg, pid := ent.cfg, ent.pid
-		sends = append(sends, func() { e.system.Root.Send(pid, &inventory.Configure{Config: &cfg}) })
+	for _, ent := range e.inventories {
+		cfg, pid := e.configLocked(ent), ent.pid
+		sends = append(sends, func() { e.system.Root.Send(pid, &inventory.Configure{Config: cfg}) })
 	}
 	e.mu.Unlock()
 	for _, s := range sends {
 		s()
 	}
-}
-
-func (e *Engine) targetsIn(ns string) []*actor.PID {
-	var out []*actor.PID
-	for ref, t := range e.targets {
-		if ref.Namespace == ns {
-			out = append(out, t.pid)
-		}
-	}
-	return out
 }
 
 // Stop stops every actor and informer.

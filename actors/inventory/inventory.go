@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,6 +21,10 @@ type Config struct {
 	// DedupeByUID keeps one row per object when several targets collect it
 	// (KollectClusterInventory dedupe: byResourceUID).
 	DedupeByUID bool
+	// TargetNamespaces limits the rows taken from targets (nil: all).
+	TargetNamespaces map[string]bool
+	// Shards reports per-namespace row counts (cluster inventories).
+	Shards bool
 }
 
 // Configure replaces the configuration: bindings are spawned or stopped,
@@ -43,6 +48,15 @@ type Report struct {
 	ID        rows.Identity
 	ItemCount int
 	Bindings  []BindingReport
+	// Shards counts rows and targets per target namespace, when asked for.
+	Shards []Shard
+}
+
+// Shard is one target namespace's share of the rows.
+type Shard struct {
+	Namespace string
+	Items     int
+	Targets   int
 }
 
 // Reporter receives reports; it must not block.
@@ -108,7 +122,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 }
 
 func (a *actorState) configure(ctx actor.Context, cfg *Config) {
-	genChanged := a.cfg == nil || a.cfg.ID.Generation != cfg.ID.Generation
+	genChanged := a.cfg == nil || a.cfg.ID.Generation != cfg.ID.Generation || a.cfg.DedupeByUID != cfg.DedupeByUID
+	filterChanged := a.cfg != nil && !maps.Equal(a.cfg.TargetNamespaces, cfg.TargetNamespaces)
 	a.cfg = cfg
 	want := map[string]*actor.PID{}
 	for _, pid := range cfg.Targets {
@@ -121,9 +136,9 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 		}
 	}
 	for k, pid := range want {
-		if a.targets[k] == nil {
+		if a.targets[k] == nil || filterChanged {
 			a.targets[k] = pid
-			ctx.Send(pid, &messages.Subscribe{Inventory: ctx.Self()})
+			ctx.Send(pid, &messages.Subscribe{Inventory: ctx.Self(), TargetNamespaces: cfg.TargetNamespaces})
 		}
 	}
 	wantB := map[string]sink.Config{}
@@ -208,6 +223,9 @@ func (a *actorState) sendReport() {
 		return
 	}
 	rep := Report{ID: a.cfg.ID, ItemCount: a.rows.len()}
+	if a.cfg.Shards {
+		rep.Shards = a.rows.shards()
+	}
 	for _, bc := range a.cfg.Bindings {
 		if b := a.bindings[bc.Key]; b != nil {
 			rep.Bindings = append(rep.Bindings, b.report)

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"sort"
+
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/pipeline/rows"
 )
@@ -89,3 +91,23 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 }
 
 func (s *rowSet) len() int { return len(s.rows) }
+
+// shards counts rows and contributing targets per target namespace, in
+// namespace order.
+func (s *rowSet) shards() []Shard {
+	items := map[string]int{}
+	targets := map[string]map[string]bool{}
+	for _, r := range s.rows {
+		items[r.TargetNamespace]++
+		if targets[r.TargetNamespace] == nil {
+			targets[r.TargetNamespace] = map[string]bool{}
+		}
+		targets[r.TargetNamespace][r.TargetName] = true
+	}
+	out := make([]Shard, 0, len(items))
+	for ns, n := range items {
+		out = append(out, Shard{Namespace: ns, Items: n, Targets: len(targets[ns])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
+	return out
+}

@@ -14,8 +14,13 @@ type TargetRef struct {
 func (t TargetRef) String() string { return t.Kind + ":" + t.Namespace + "/" + t.Name }
 
 // Subscribe asks a Target actor to send its rows to Inventory. The target
-// answers with a full RowsChanged (Replace set) and then sends changes.
-type Subscribe struct{ Inventory *actor.PID }
+// answers with a full RowsChanged (Replace set) and then sends changes. A
+// non-nil TargetNamespaces limits the rows to those target namespaces; a
+// new Subscribe from the same inventory replaces its filter.
+type Subscribe struct {
+	Inventory        *actor.PID
+	TargetNamespaces map[string]bool
+}
 
 // Unsubscribe ends a subscription.
 type Unsubscribe struct{ Inventory *actor.PID }

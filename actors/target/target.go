@@ -31,6 +31,9 @@ type Config struct {
 	Extractor  *extract.Extractor
 	Sources    []Source
 	Generation int64
+	// PerNamespace makes each row's targetNamespace the object's namespace
+	// (cluster targets); otherwise it is the target's own.
+	PerNamespace bool
 }
 
 // Configure replaces the target's configuration; every cached object is
@@ -71,15 +74,46 @@ type actorState struct {
 	rows     map[objKey]*rows.Row
 	failures map[objKey]string
 	lastErr  string
-	subs     map[string]*actor.PID
+	subs     map[string]subscription
 	reported Report
+}
+
+type subscription struct {
+	pid    *actor.PID
+	filter map[string]bool // target namespaces; nil: all
+}
+
+func (s subscription) wants(targetNamespace string) bool {
+	return s.filter == nil || s.filter[targetNamespace]
+}
+
+// send delivers a change to one subscriber, filtered to what it wants.
+func (s subscription) send(ctx actor.Context, m *messages.RowsChanged) {
+	if s.filter == nil {
+		ctx.Send(s.pid, m)
+		return
+	}
+	out := &messages.RowsChanged{Target: m.Target, Replace: m.Replace}
+	for _, r := range m.Upserts {
+		if s.wants(r.TargetNamespace) {
+			out.Upserts = append(out.Upserts, r)
+		}
+	}
+	for _, k := range m.Deletes {
+		if s.wants(k.TargetNamespace) {
+			out.Deletes = append(out.Deletes, k)
+		}
+	}
+	if out.Replace || len(out.Upserts) > 0 || len(out.Deletes) > 0 {
+		ctx.Send(s.pid, out)
+	}
 }
 
 // Props builds the actor's props.
 func Props(inbox *Inbox, ns Namespaces, reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{inbox: inbox, ns: ns, reporter: reporter, metrics: metrics,
-			rows: map[objKey]*rows.Row{}, failures: map[objKey]string{}, subs: map[string]*actor.PID{}}
+			rows: map[objKey]*rows.Row{}, failures: map[objKey]string{}, subs: map[string]subscription{}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("target", name)...)))
 }
 
@@ -110,13 +144,14 @@ func (a *actorState) Receive(ctx actor.Context) {
 		}
 		a.publish(ctx, ups, dels)
 	case *messages.Subscribe:
-		a.subs[msg.Inventory.String()] = msg.Inventory
-		ctx.Send(msg.Inventory, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}
+		a.subs[msg.Inventory.String()] = sub
+		sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
 	case *messages.Unsubscribe:
 		delete(a.subs, msg.Inventory.String())
 	case *actor.Stopping:
-		for _, pid := range a.subs {
-			ctx.Send(pid, &messages.TargetGone{Target: a.ref()})
+		for _, sub := range a.subs {
+			ctx.Send(sub.pid, &messages.TargetGone{Target: a.ref()})
 		}
 		a.metrics.ItemsDelta(-len(a.rows))
 	}
@@ -140,8 +175,9 @@ func (a *actorState) resync(ctx actor.Context, _ string) {
 		}
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
-	for _, pid := range a.subs {
-		ctx.Send(pid, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+	full := &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true}
+	for _, sub := range a.subs {
+		sub.send(ctx, full)
 	}
 	a.report()
 }
@@ -249,8 +285,12 @@ func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.
 	if len(a.cfg.Selection.Rules) > 0 {
 		gvk = src.GVK
 	}
+	targetNS := a.cfg.Ref.Namespace
+	if a.cfg.PerNamespace {
+		targetNS = obj.GetNamespace()
+	}
 	row, err := rows.New(rows.Row{
-		TargetNamespace: a.cfg.Ref.Namespace, TargetName: a.cfg.Ref.Name,
+		TargetNamespace: targetNS, TargetName: a.cfg.Ref.Name,
 		Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
 		UID: string(obj.GetUID()), Attributes: attrs,
@@ -268,8 +308,8 @@ func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.
 func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key) {
 	if len(ups) > 0 || len(dels) > 0 {
 		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels}
-		for _, pid := range a.subs {
-			ctx.Send(pid, msg)
+		for _, sub := range a.subs {
+			sub.send(ctx, msg)
 		}
 	}
 	a.report()

@@ -71,15 +71,15 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := tr.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
+	policy := endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}
+	resolver := &inventory.Resolver{Client: mgr.GetClient(),
+		Backends: &inventory.Backends{Policy: policy, MirrorDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
-		Backends: &inventory.Backends{
-			Policy:    endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks},
-			MirrorDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR"),
-		}}
+		Resolver: resolver}
 	if err := ir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up inventory controller: %w", err)
 	}
-	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: ir.Backends.Policy, Metrics: cm, RetryAfter: time.Minute}
+	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up snapshot sink controller: %w", err)
 	}

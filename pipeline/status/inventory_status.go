@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/actors/inventory"
@@ -28,7 +27,7 @@ const (
 	ReasonExportSucceeded = "ExportSucceeded"
 )
 
-func (w *Writer) writeInventory(ctx context.Context, key types.NamespacedName) error {
+func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 	w.mu.Lock()
 	st := w.invs[key]
 	if st == nil || st.verdict == nil {
@@ -42,13 +41,50 @@ func (w *Writer) writeInventory(ctx context.Context, key types.NamespacedName) e
 		rep = &r
 	}
 	w.mu.Unlock()
-
+	if key.Kind == ClusterInventory {
+		return w.writeClusterInventory(ctx, key, v, rep)
+	}
 	var inv kollectv1alpha1.KollectInventory
-	if err := w.c.Get(ctx, key, &inv); err != nil {
+	if err := w.c.Get(ctx, key.NamespacedName, &inv); err != nil {
 		return err
 	}
 	base := inv.DeepCopy()
-	s := &inv.Status
+	if !inventoryStatus(&inv.Status, v, rep) {
+		return nil
+	}
+	return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+}
+
+func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, rep *inventory.Report) error {
+	var ci kollectv1alpha1.KollectClusterInventory
+	if err := w.c.Get(ctx, key.NamespacedName, &ci); err != nil {
+		return err
+	}
+	base := ci.DeepCopy()
+	cs := &ci.Status
+	s := kollectv1alpha1.KollectInventoryStatus{Conditions: cs.Conditions, ItemCount: cs.ItemCount, ExportedCount: cs.ExportedCount,
+		LastExportTime: cs.LastExportTime, SinkExports: cs.SinkExports}
+	if !inventoryStatus(&s, v, rep) {
+		return nil
+	}
+	cs.Conditions, cs.ObservedGeneration, cs.ItemCount, cs.ExportedCount = s.Conditions, s.ObservedGeneration, s.ItemCount, s.ExportedCount
+	cs.LastExportTime, cs.SinkExports, cs.TargetCount = s.LastExportTime, s.SinkExports, v.Targets
+	if rep != nil {
+		cs.NamespaceShards = nil
+		for _, sh := range rep.Shards {
+			cs.NamespaceShards = append(cs.NamespaceShards, kollectv1alpha1.NamespaceShardStatus{Namespace: sh.Namespace, ItemCount: sh.Items, TargetCount: sh.Targets})
+		}
+		cs.NamespaceShardCount = len(cs.NamespaceShards)
+	}
+	if c := meta.FindStatusCondition(cs.Conditions, TypeSynced); c != nil && c.Reason != ReasonNoExport {
+		setCondition(&cs.Conditions, "ExportSucceeded", c.Status, c.Reason, c.Message, v.Generation)
+	}
+	return w.c.Status().Patch(ctx, &ci, client.MergeFrom(base))
+}
+
+// inventoryStatus composes an inventory status; false means wait for the
+// engine's first report.
+func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *inventory.Report) bool {
 	s.ObservedGeneration = v.Generation
 	if v.Degraded() {
 		setCondition(&s.Conditions, TypeDegraded, metav1.ConditionTrue, v.Reason, v.Message, v.Generation)
@@ -57,14 +93,14 @@ func (w *Writer) writeInventory(ctx context.Context, key types.NamespacedName) e
 		if rep != nil {
 			s.ItemCount = rep.ItemCount
 		}
-		return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+		return true
 	}
 	if rep == nil {
-		return nil
+		return false
 	}
 	s.ItemCount = rep.ItemCount
 	applyBindings(s, rep, v.Generation)
-	return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+	return true
 }
 
 // applyBindings writes sinkExports and the aggregate conditions (SEMANTICS

@@ -3,10 +3,10 @@ package status
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -22,66 +22,98 @@ const (
 	ReasonExtractionFailed = "ExtractionFailed"
 )
 
-func (w *Writer) writeTarget(ctx context.Context, key types.NamespacedName) error {
+// targetView is what one status write of a target needs.
+type targetView struct {
+	v        Verdict
+	reported bool // a report of the verdict's generation exists
+	count    int64
+	since    time.Time
+	failures int
+	lastErr  string
+}
+
+func (w *Writer) targetView(key Key) (targetView, bool) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	st := w.targets[key]
 	if st == nil || st.verdict == nil {
-		w.mu.Unlock()
-		return nil // nothing to say until the reconciler has spoken
+		return targetView{}, false // nothing to say until the reconciler has spoken
 	}
-	v := *st.verdict
-	var rep *struct {
-		count, failures int
-		lastErr         string
+	tv := targetView{v: *st.verdict}
+	if r := st.report; r != nil && r.Generation == tv.v.Generation {
+		if !st.hasCount || st.lastCount != int64(r.Count) {
+			st.lastCount, st.hasCount, st.countSince = int64(r.Count), true, w.now()
+		}
+		tv.reported, tv.failures, tv.lastErr = true, r.ExtractionFailures, r.LastExtractionError
 	}
-	if st.report != nil && st.report.Generation == v.Generation {
-		rep = &struct {
-			count, failures int
-			lastErr         string
-		}{st.report.Count, st.report.ExtractionFailures, st.report.LastExtractionError}
-	}
-	if rep != nil && (!st.hasCount || st.lastCount != int64(rep.count)) {
-		st.lastCount, st.hasCount, st.countSince = int64(rep.count), true, w.now()
-	}
-	count, hasCount, since := st.lastCount, st.hasCount, st.countSince
-	w.mu.Unlock()
+	tv.count, tv.since = st.lastCount, st.countSince
+	return tv, true
+}
 
+// conditions sets Ready/Synced/Degraded; false means wait for a report.
+func (tv targetView) conditions(conds *[]metav1.Condition) bool {
+	v := tv.v
+	reason, msg := v.Reason, v.Message
+	if reason == "" && tv.reported && tv.failures > 0 {
+		reason = ReasonExtractionFailed
+		msg = fmt.Sprintf("%d object(s) fail required attributes; latest: %s", tv.failures, tv.lastErr)
+	}
+	switch {
+	case reason != "":
+		setCondition(conds, TypeDegraded, metav1.ConditionTrue, reason, msg, v.Generation)
+		meta.RemoveStatusCondition(conds, TypeReady)
+		meta.RemoveStatusCondition(conds, TypeSynced)
+	case !tv.reported:
+		return false
+	default:
+		meta.RemoveStatusCondition(conds, TypeDegraded)
+		setCondition(conds, TypeReady, metav1.ConditionTrue, ReasonCollecting,
+			fmt.Sprintf("%s; collecting %d resource(s)", v.Detail, tv.count), v.Generation)
+		setCondition(conds, TypeSynced, metav1.ConditionTrue, ReasonCollecting,
+			fmt.Sprintf("collecting %d resource(s)", tv.count), v.Generation)
+	}
+	return true
+}
+
+func (w *Writer) writeTarget(ctx context.Context, key Key) error {
+	tv, ok := w.targetView(key)
+	if !ok {
+		return nil
+	}
+	filter := kollectv1alpha1.CollectionFilterStatus{MatchedNamespaces: tv.v.Matched, EffectiveNamespaces: tv.v.Effective, ActiveResourceRules: tv.v.Rules}
+	if key.Kind == ClusterTarget {
+		var t kollectv1alpha1.KollectClusterTarget
+		if err := w.c.Get(ctx, key.NamespacedName, &t); err != nil {
+			return err
+		}
+		base := t.DeepCopy()
+		s := &t.Status
+		s.ObservedGeneration, s.CollectionFilterStatus = tv.v.Generation, filter
+		if tv.reported {
+			s.CollectedCount = &tv.count
+		}
+		if !tv.conditions(&s.Conditions) {
+			return nil
+		}
+		return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
+	}
 	var t kollectv1alpha1.KollectTarget
-	if err := w.c.Get(ctx, key, &t); err != nil {
+	if err := w.c.Get(ctx, key.NamespacedName, &t); err != nil {
 		return err
 	}
 	base := t.DeepCopy()
 	s := &t.Status
-	s.ObservedGeneration = v.Generation
-	s.MatchedNamespaces, s.EffectiveNamespaces, s.ActiveResourceRules = v.Matched, v.Effective, v.Rules
-	if hasCount && rep != nil {
-		s.CollectedCount = &count
-		ts := metav1.NewTime(since)
+	s.ObservedGeneration, s.CollectionFilterStatus = tv.v.Generation, filter
+	if tv.reported {
+		s.CollectedCount = &tv.count
+		ts := metav1.NewTime(tv.since)
 		if s.CollectedCountUpdatedAt == nil || !s.CollectedCountUpdatedAt.Equal(&ts) {
 			s.CollectedCountUpdatedAt = &ts
 		}
+		s.ExtractionFailures, s.LastExtractionError = tv.failures, tv.lastErr
 	}
-	if rep != nil {
-		s.ExtractionFailures, s.LastExtractionError = rep.failures, rep.lastErr
-	}
-	reason, msg := v.Reason, v.Message
-	if reason == "" && rep != nil && rep.failures > 0 {
-		reason = ReasonExtractionFailed
-		msg = fmt.Sprintf("%d object(s) fail required attributes; latest: %s", rep.failures, rep.lastErr)
-	}
-	switch {
-	case reason != "":
-		setCondition(&s.Conditions, TypeDegraded, metav1.ConditionTrue, reason, msg, v.Generation)
-		meta.RemoveStatusCondition(&s.Conditions, TypeReady)
-		meta.RemoveStatusCondition(&s.Conditions, TypeSynced)
-	case rep == nil:
-		return nil // wait for the first report of this generation
-	default:
-		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
-		setCondition(&s.Conditions, TypeReady, metav1.ConditionTrue, ReasonCollecting,
-			fmt.Sprintf("profileRef %q resolved; collecting %d resource(s)", v.Detail, rep.count), v.Generation)
-		setCondition(&s.Conditions, TypeSynced, metav1.ConditionTrue, ReasonCollecting,
-			fmt.Sprintf("collecting %d resource(s)", rep.count), v.Generation)
+	if !tv.conditions(&s.Conditions) {
+		return nil
 	}
 	return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
 }

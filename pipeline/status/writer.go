@@ -18,11 +18,13 @@ type Verdict struct {
 	Generation int64
 	// Reason and Message are set when the object is Degraded.
 	Reason, Message string
-	// Detail is extra context for the Ready message (the profile name).
+	// Detail opens the Ready message, for example `profileRef "p" resolved`.
 	Detail string
 	// Namespaces matched and effective (targets only).
 	Matched, Effective []string
 	Rules              int
+	// Targets is the number of targets selected (cluster inventories).
+	Targets int
 }
 
 // Degraded reports whether the verdict is a failure.
@@ -35,18 +37,30 @@ type Writer struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	targets map[types.NamespacedName]*targetState
-	invs    map[types.NamespacedName]*inventoryState
-	dirty   map[types.NamespacedName]kind
+	targets map[Key]*targetState
+	invs    map[Key]*inventoryState
+	dirty   map[Key]bool
 	wake    chan struct{}
 }
 
-type kind int
+// Kind is one of the reconciled kinds whose status the writer owns.
+type Kind string
 
+// The kinds.
 const (
-	targetKind kind = iota + 1
-	inventoryKind
+	Target           Kind = "KollectTarget"
+	ClusterTarget    Kind = "KollectClusterTarget"
+	Inventory        Kind = "KollectInventory"
+	ClusterInventory Kind = "KollectClusterInventory"
 )
+
+// Key names an object of a kind.
+type Key struct {
+	Kind Kind
+	types.NamespacedName
+}
+
+func (k Key) isTarget() bool { return k.Kind == Target || k.Kind == ClusterTarget }
 
 type targetState struct {
 	verdict    *Verdict
@@ -64,46 +78,32 @@ type inventoryState struct {
 // NewWriter builds a writer that flushes at most every interval.
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
-		targets: map[types.NamespacedName]*targetState{}, invs: map[types.NamespacedName]*inventoryState{},
-		dirty: map[types.NamespacedName]kind{}, wake: make(chan struct{}, 1)}
+		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
+		dirty: map[Key]bool{}, wake: make(chan struct{}, 1)}
 }
 
-func (w *Writer) mark(key types.NamespacedName, k kind) {
-	w.dirty[key] = k
+func (w *Writer) mark(key Key) {
+	w.dirty[key] = true
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// SetTarget records a target reconciler's verdict.
-func (w *Writer) SetTarget(key types.NamespacedName, v Verdict) {
+// Set records a reconciler's verdict.
+func (w *Writer) Set(key Key, v Verdict) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	st := w.targets[key]
-	if st == nil {
-		st = &targetState{}
-		w.targets[key] = st
+	if key.isTarget() {
+		w.target(key).verdict = &v
+	} else {
+		w.inventory(key).verdict = &v
 	}
-	st.verdict = &v
-	w.mark(key, targetKind)
-}
-
-// SetInventory records an inventory reconciler's verdict.
-func (w *Writer) SetInventory(key types.NamespacedName, v Verdict) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	st := w.invs[key]
-	if st == nil {
-		st = &inventoryState{}
-		w.invs[key] = st
-	}
-	st.verdict = &v
-	w.mark(key, inventoryKind)
+	w.mark(key)
 }
 
 // Forget drops an object that is gone.
-func (w *Writer) Forget(key types.NamespacedName) {
+func (w *Writer) Forget(key Key) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.targets, key)
@@ -111,33 +111,49 @@ func (w *Writer) Forget(key types.NamespacedName) {
 	delete(w.dirty, key)
 }
 
-// TargetReport implements target.Reporter.
-func (w *Writer) TargetReport(r target.Report) {
-	key := types.NamespacedName{Namespace: r.Ref.Namespace, Name: r.Ref.Name}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *Writer) target(key Key) *targetState {
 	st := w.targets[key]
 	if st == nil {
 		st = &targetState{}
 		w.targets[key] = st
 	}
-	st.report = &r
-	w.mark(key, targetKind)
+	return st
 }
 
-// InventoryReport implements inventory.Reporter.
-func (w *Writer) InventoryReport(r inventory.Report) {
-	key := types.NamespacedName{Namespace: r.ID.Namespace, Name: r.ID.Name}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *Writer) inventory(key Key) *inventoryState {
 	st := w.invs[key]
 	if st == nil {
 		st = &inventoryState{}
 		w.invs[key] = st
 	}
-	st.report = &r
-	w.mark(key, inventoryKind)
+	return st
 }
+
+// TargetReport implements target.Reporter.
+func (w *Writer) TargetReport(r target.Report) {
+	key := Key{Kind: Kind(r.Ref.Kind), NamespacedName: types.NamespacedName{Namespace: r.Ref.Namespace, Name: r.Ref.Name}}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.target(key).report = &r
+	w.mark(key)
+}
+
+// InventoryReport implements inventory.Reporter. Cluster inventories
+// report under the namespace "cluster" (their export identity).
+func (w *Writer) InventoryReport(r inventory.Report) {
+	key := Key{Kind: Inventory, NamespacedName: types.NamespacedName{Namespace: r.ID.Namespace, Name: r.ID.Name}}
+	if r.ID.Namespace == ClusterNamespace {
+		key = Key{Kind: ClusterInventory, NamespacedName: types.NamespacedName{Name: r.ID.Name}}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inventory(key).report = &r
+	w.mark(key)
+}
+
+// ClusterNamespace is the inventory namespace of cluster inventories in
+// exports (SEMANTICS §9: inventory/cluster/<name>).
+const ClusterNamespace = "cluster"
 
 // Start flushes until ctx ends. It implements manager.Runnable.
 func (w *Writer) Start(ctx context.Context) error {
@@ -162,22 +178,19 @@ func (w *Writer) NeedLeaderElection() bool { return true }
 func (w *Writer) flush(ctx context.Context) {
 	w.mu.Lock()
 	dirty := w.dirty
-	w.dirty = map[types.NamespacedName]kind{}
+	w.dirty = map[Key]bool{}
 	w.mu.Unlock()
-	for key, k := range dirty {
+	for key := range dirty {
 		var err error
-		switch k {
-		case targetKind:
+		if key.isTarget() {
 			err = w.writeTarget(ctx, key)
-		case inventoryKind:
+		} else {
 			err = w.writeInventory(ctx, key)
 		}
 		if client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).Info("status write failed; will retry", "object", key, "error", err.Error())
+			log.FromContext(ctx).Info("status write failed; will retry", "kind", key.Kind, "object", key.NamespacedName, "error", err.Error())
 			w.mu.Lock()
-			if _, again := w.dirty[key]; !again {
-				w.mark(key, k)
-			}
+			w.mark(key)
 			w.mu.Unlock()
 		}
 	}

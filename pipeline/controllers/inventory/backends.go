@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/rows"
@@ -54,12 +52,13 @@ func (b *Backends) store(owner, fingerprint string, s sinks.Snapshot) sinks.Snap
 	return s
 }
 
-func (b *Backends) forget(inv types.NamespacedName) {
+// Forget drops the backends of an owner ("namespace/name") that is gone.
+func (b *Backends) Forget(owner string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for owner := range b.built {
-		if strings.HasPrefix(owner, inv.String()+"|") {
-			delete(b.built, owner)
+	for key := range b.built {
+		if strings.HasPrefix(key, owner+"|") {
+			delete(b.built, key)
 		}
 	}
 }

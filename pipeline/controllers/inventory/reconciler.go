@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/actors/engine"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/rows"
@@ -36,14 +36,14 @@ const (
 
 // Engine is what the reconciler drives.
 type Engine interface {
-	UpsertInventory(id rows.Identity, bindings []sink.Config)
+	UpsertInventory(spec engine.InventorySpec)
 	RemoveInventory(id rows.Identity)
 }
 
 // StatusWriter receives verdicts.
 type StatusWriter interface {
-	SetInventory(key types.NamespacedName, v status.Verdict)
-	Forget(key types.NamespacedName)
+	Set(key status.Key, v status.Verdict)
+	Forget(key status.Key)
 }
 
 // Reconciler reconciles KollectInventories.
@@ -51,7 +51,7 @@ type Reconciler struct {
 	Client      client.Client
 	Engine      Engine
 	Status      StatusWriter
-	Backends    *Backends
+	Resolver    *Resolver
 	Concurrency int
 	Metrics     *controllers.Metrics
 }
@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		r.Engine.RemoveInventory(identity(&inv))
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.SetInventory(req.NamespacedName, verdict)
+		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 		return reconcile.Result{}, nil
 	}
 	if inv.Spec.Suspend {
@@ -121,22 +121,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := checkRefs(&inv); err != nil {
 		return degrade(ReasonInvalidSinkRef, err.Error())
 	}
-	bindings, reason, err := r.resolve(ctx, &inv)
+	bindings, reason, err := r.Resolver.Resolve(ctx, Bindings{Owner: req.String(), Refs: inv.Spec.SinkRefs,
+		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval)})
 	if err != nil {
 		if reason == "" {
 			return reconcile.Result{}, err
 		}
 		return degrade(reason, err.Error())
 	}
-	r.Engine.UpsertInventory(identity(&inv), bindings)
-	r.Status.SetInventory(req.NamespacedName, verdict)
+	r.Engine.UpsertInventory(engine.InventorySpec{ID: identity(&inv), Bindings: bindings})
+	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{}, nil
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {
 	r.Engine.RemoveInventory(rows.Identity{Namespace: key.Namespace, Name: key.Name})
-	r.Backends.forget(key)
-	r.Status.Forget(key)
+	r.Resolver.Backends.Forget(key.String())
+	r.Status.Forget(status.Key{Kind: status.Inventory, NamespacedName: key})
 }
 
 // checkRefs applies the rules the CRD schema cannot express for refs

@@ -14,16 +14,32 @@ import (
 	"kollect.dev/kollect/sinks"
 )
 
-// resolve loads every bound sink. A missing sink degrades the whole
+// Resolver turns an inventory's sink references into bindings. It is
+// shared by the namespaced and the cluster inventory reconcilers.
+type Resolver struct {
+	Client   client.Client
+	Backends *Backends
+}
+
+// Bindings describes what to resolve: the owner ("namespace/name", which
+// keys backends and metrics), its references, where each referenced sink
+// lives and the owner's default interval.
+type Bindings struct {
+	Owner         string
+	Refs          kollectv1alpha1.SinkRefs
+	SinkNamespace func(ref kollectv1alpha1.InventorySinkRef) string
+	Interval      string
+}
+
+// Resolve loads every bound sink. A missing sink degrades the whole
 // inventory (reason returned); a sink that cannot be used becomes a binding
 // whose exports fail with the reason, so its status says what to fix while
 // the other bindings keep exporting.
-func (r *Reconciler) resolve(ctx context.Context, inv *kollectv1alpha1.KollectInventory) ([]sink.Config, string, error) {
-	id := client.ObjectKeyFromObject(inv).String()
+func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, string, error) {
 	var out []sink.Config
-	for _, ref := range inv.Spec.SnapshotSinkRefs {
+	for _, ref := range b.Refs.SnapshotSinkRefs {
 		var s kollectv1alpha1.KollectSnapshotSink
-		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectSnapshotSink", &s); err != nil {
+		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectSnapshotSink", &s); err != nil {
 			return nil, reason, err
 		}
 		key := "snapshot/" + ref.Name
@@ -31,28 +47,27 @@ func (r *Reconciler) resolve(ctx context.Context, inv *kollectv1alpha1.KollectIn
 		if typ == "" && s.Spec.Git != nil {
 			typ = "git"
 		}
-		backend := r.snapshotBackend(ctx, inv, key, typ, &s)
-		out = append(out, sink.Config{Inventory: id, Key: key, Type: typ, Backend: backend,
-			Interval: interval(ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval))})
+		out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ, Backend: r.snapshotBackend(ctx, b.Owner+"|"+key, typ, &s),
+			Interval: interval(ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval)})
 	}
-	for _, ref := range inv.Spec.DatabaseSinkRefs {
+	for _, ref := range b.Refs.DatabaseSinkRefs {
 		var s kollectv1alpha1.KollectDatabaseSink
-		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectDatabaseSink", &s); err != nil {
+		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectDatabaseSink", &s); err != nil {
 			return nil, reason, err
 		}
-		out = append(out, r.unavailable(id, "database/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval)))
+		out = append(out, r.unavailable(b.Owner, "database/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval))
 	}
-	for _, ref := range inv.Spec.EventSinkRefs {
+	for _, ref := range b.Refs.EventSinkRefs {
 		var s kollectv1alpha1.KollectEventSink
-		if reason, err := r.get(ctx, inv.Namespace, ref.Name, "KollectEventSink", &s); err != nil {
+		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectEventSink", &s); err != nil {
 			return nil, reason, err
 		}
-		out = append(out, r.unavailable(id, "event/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), string(inv.Spec.ExportMinInterval)))
+		out = append(out, r.unavailable(b.Owner, "event/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval))
 	}
 	return out, "", nil
 }
 
-func (r *Reconciler) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
+func (r *Resolver) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
 	switch {
 	case err == nil:
@@ -65,13 +80,12 @@ func (r *Reconciler) get(ctx context.Context, ns, name, kind string, obj client.
 	return "", err
 }
 
-func (r *Reconciler) unavailable(inv, key, typ string, intervals ...string) sink.Config {
+func (r *Resolver) unavailable(inv, key, typ string, intervals ...string) sink.Config {
 	msg := fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ)
 	return sink.Config{Inventory: inv, Key: key, Type: typ, Backend: r.Backends.failing(inv+"|"+key, msg), Interval: interval(intervals...)}
 }
 
-func (r *Reconciler) snapshotBackend(ctx context.Context, inv *kollectv1alpha1.KollectInventory, key, typ string, s *kollectv1alpha1.KollectSnapshotSink) sinks.Snapshot {
-	owner := client.ObjectKeyFromObject(inv).String() + "|" + key
+func (r *Resolver) snapshotBackend(ctx context.Context, owner, typ string, s *kollectv1alpha1.KollectSnapshotSink) sinks.Snapshot {
 	if typ != "git" {
 		return r.Backends.failing(owner, fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ))
 	}
@@ -88,7 +102,7 @@ func (r *Reconciler) snapshotBackend(ctx context.Context, inv *kollectv1alpha1.K
 
 // secret reads the sink's credentials: git.auth.secretRef, else
 // spec.secretRef; the namespace defaults to the sink's.
-func (r *Reconciler) secret(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (map[string][]byte, string, error) {
+func (r *Resolver) secret(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (map[string][]byte, string, error) {
 	ref := s.Spec.SecretRef
 	if s.Spec.Git != nil && s.Spec.Git.Auth != nil && s.Spec.Git.Auth.SecretRef != nil {
 		ref = s.Spec.Git.Auth.SecretRef

@@ -20,12 +20,12 @@ type Defaults struct {
 	ScrubKeys          []string
 }
 
-// compiled is what a target generation compiles to.
-type compiled struct {
-	selection *selection.Target
-	extractor *extract.Extractor
-	gvk       schema.GroupVersionKind
-	namespace string // the one namespace the target can match, or ""
+// Compiled is what a target generation compiles to.
+type Compiled struct {
+	Selection *selection.Target
+	Extractor *extract.Extractor
+	GVK       schema.GroupVersionKind
+	Namespace string // the one namespace the target can match, or ""
 }
 
 func gvkOf(g kollectv1alpha1.GroupVersionKind) schema.GroupVersionKind {
@@ -58,9 +58,10 @@ func set(items []string) map[string]bool {
 	return m
 }
 
-// compile builds the engine's view of a target and its profile. The error
-// says which field to fix.
-func compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*compiled, error) {
+// Compile builds the engine's view of a target and its profile. The error
+// says which field to fix. Cluster targets compile through the same path
+// with their selection copied into a KollectTarget spec.
+func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*Compiled, error) {
 	var errs []error
 	sel := &selection.Target{OptIn: t.Spec.WatchMode == "OptIn"}
 	var err error
@@ -129,7 +130,7 @@ func compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &compiled{selection: sel, extractor: ex, gvk: gvkOf(p.Spec.TargetGVK), namespace: singleNamespace(t, included)}, nil
+	return &Compiled{Selection: sel, Extractor: ex, GVK: gvkOf(p.Spec.TargetGVK), Namespace: singleNamespace(t, included)}, nil
 }
 
 // singleNamespace finds the one namespace a target can match, so its

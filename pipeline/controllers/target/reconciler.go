@@ -49,8 +49,8 @@ type Engine interface {
 
 // StatusWriter receives verdicts.
 type StatusWriter interface {
-	SetTarget(key types.NamespacedName, v status.Verdict)
-	Forget(key types.NamespacedName)
+	Set(key status.Key, v status.Verdict)
+	Forget(key status.Key)
 }
 
 // Namespaces lists namespaces for status.
@@ -145,12 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
-	verdict := status.Verdict{Generation: t.Generation, Detail: t.Spec.ProfileRef, Rules: len(t.Spec.ResourceRules)}
+	verdict := status.Verdict{Generation: t.Generation, Detail: fmt.Sprintf("profileRef %q resolved", t.Spec.ProfileRef), Rules: len(t.Spec.ResourceRules)}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		r.Engine.RemoveTarget(ref(req.NamespacedName))
 		r.setApplied(req.NamespacedName, "")
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.SetTarget(req.NamespacedName, verdict)
+		r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
 		return reconcile.Result{}, nil
 	}
 	if t.Spec.Suspend {
@@ -166,18 +166,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	c, err := compile(&t, &p, r.Defaults)
+	c, err := Compile(&t, &p, r.Defaults)
 	if err != nil {
 		return degrade(ReasonExtractionFailed, err.Error())
 	}
-	verdict.Matched, verdict.Effective = r.namespaces(c.selection)
+	verdict.Matched, verdict.Effective = MatchNamespaces(r.Namespaces, c.Selection)
 
 	generations := fmt.Sprintf("%d/%s", t.Generation, p.ResourceVersion)
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
-			ProfileGVK: c.gvk, Selection: c.selection, Extractor: c.extractor, Namespace: c.namespace})
+			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace})
 		if err != nil {
-			res, _ := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.gvk, err))
+			res, _ := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if errors.Is(err, informers.ErrNotServed) {
 				// Recover on our own once the CRD is installed.
 				res.RequeueAfter = retryUnservedKindsPeriod
@@ -188,24 +188,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.NamespacedName, generations)
 	}
-	r.Status.SetTarget(req.NamespacedName, verdict)
+	r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {
 	r.Engine.RemoveTarget(ref(key))
 	r.setApplied(key, "")
-	r.Status.Forget(key)
+	r.Status.Forget(status.Key{Kind: status.Target, NamespacedName: key})
 }
 
-// namespaces lists the namespaces the target's intent and filters match.
-func (r *Reconciler) namespaces(sel *selection.Target) (matched, effective []string) {
-	if r.Namespaces == nil {
+// MatchNamespaces lists the namespaces a selection's intent and filters match.
+func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched, effective []string) {
+	if nss == nil {
 		return nil, nil
 	}
-	for _, name := range r.Namespaces.NamespaceNames() {
+	for _, name := range nss.NamespaceNames() {
 		ns := selection.Namespace{Name: name}
-		if obj := r.Namespaces.Namespace(name); obj != nil {
+		if obj := nss.Namespace(name); obj != nil {
 			ns.Labels, ns.Annotations = obj.GetLabels(), obj.GetAnnotations()
 		}
 		if sel.NamespaceMatches(ns) {
