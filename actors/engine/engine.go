@@ -36,7 +36,7 @@ type Engine struct {
 
 	mu          sync.Mutex
 	targets     map[messages.TargetRef]*targetEntry
-	inventories map[rows.Identity]*inventoryEntry
+	inventories map[string]*inventoryEntry
 }
 
 type targetEntry struct {
@@ -52,6 +52,10 @@ type inventoryEntry struct {
 
 // InventorySpec is what UpsertInventory needs.
 type InventorySpec struct {
+	// Key identifies the inventory in the engine, for example
+	// "KollectInventory:team-a/main".
+	Key      string
+	Kind     string
 	ID       rows.Identity
 	Bindings []sink.Config
 	// Cluster marks a KollectClusterInventory: it reads the cluster targets
@@ -67,7 +71,7 @@ type InventorySpec struct {
 // New builds an engine. batch is the inventories' coalescing window.
 func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration) *Engine {
 	return &Engine{system: actor.NewActorSystem(), inf: inf, metrics: metrics, reporter: reporter, batch: batch,
-		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[rows.Identity]*inventoryEntry{}}
+		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}}
 }
 
 // TargetSpec is what UpsertTarget needs: the compiled selection and
@@ -153,12 +157,11 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 // UpsertInventory starts or reconfigures an inventory and its bindings.
 func (e *Engine) UpsertInventory(spec InventorySpec) {
 	e.mu.Lock()
-	key := rows.Identity{Namespace: spec.ID.Namespace, Name: spec.ID.Name}
-	ent := e.inventories[key]
+	ent := e.inventories[spec.Key]
 	if ent == nil {
 		pid := e.system.Root.Spawn(inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name))
 		ent = &inventoryEntry{pid: pid}
-		e.inventories[key] = ent
+		e.inventories[spec.Key] = ent
 	}
 	ent.spec = spec
 	cfg := e.configLocked(ent)
@@ -170,7 +173,7 @@ func (e *Engine) UpsertInventory(spec InventorySpec) {
 // the targets running now.
 func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 	s := ent.spec
-	cfg := &inventory.Config{ID: s.ID, Bindings: s.Bindings, BatchWindow: e.batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
+	cfg := &inventory.Config{Kind: s.Kind, ID: s.ID, Bindings: s.Bindings, BatchWindow: e.batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
 	if s.Cluster {
 		cfg.TargetNamespaces = s.TargetNamespaces
 		for _, ref := range s.Targets {
@@ -193,9 +196,8 @@ func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 const ClusterTargetKind = "KollectClusterTarget"
 
 // RemoveInventory stops an inventory and its sink actors.
-func (e *Engine) RemoveInventory(id rows.Identity) {
+func (e *Engine) RemoveInventory(key string) {
 	e.mu.Lock()
-	key := rows.Identity{Namespace: id.Namespace, Name: id.Name}
 	ent := e.inventories[key]
 	delete(e.inventories, key)
 	e.mu.Unlock()

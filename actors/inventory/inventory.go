@@ -14,6 +14,9 @@ import (
 
 // Config is an inventory's desired state.
 type Config struct {
+	// Kind is the owner's kind (KollectInventory or
+	// KollectClusterInventory); reports carry it.
+	Kind        string
 	ID          rows.Identity
 	Bindings    []sink.Config
 	Targets     []*actor.PID
@@ -45,6 +48,7 @@ type BindingReport struct {
 
 // Report is the inventory's observed state.
 type Report struct {
+	Kind      string
 	ID        rows.Identity
 	ItemCount int
 	Bindings  []BindingReport
@@ -222,7 +226,7 @@ func (a *actorState) sendReport() {
 	if a.reporter == nil || a.cfg == nil {
 		return
 	}
-	rep := Report{ID: a.cfg.ID, ItemCount: a.rows.len()}
+	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len()}
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()
 	}

@@ -15,6 +15,8 @@ import (
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controllers"
+	"kollect.dev/kollect/pipeline/controllers/clusterinventory"
+	"kollect.dev/kollect/pipeline/controllers/clustertarget"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controllers/snapshotsink"
 	"kollect.dev/kollect/pipeline/controllers/target"
@@ -78,6 +80,16 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Resolver: resolver}
 	if err := ir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up inventory controller: %w", err)
+	}
+	ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+		Metrics: cm, Defaults: tr.Defaults}
+	if err := ctr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up cluster target controller: %w", err)
+	}
+	cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
+		Namespaces: inf, Metrics: cm, Resync: resync}
+	if err := cir.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up cluster inventory controller: %w", err)
 	}
 	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute}
 	if err := sr.SetupWithManager(mgr); err != nil {

@@ -139,10 +139,10 @@ func (w *Writer) TargetReport(r target.Report) {
 }
 
 // InventoryReport implements inventory.Reporter. Cluster inventories
-// report under the namespace "cluster" (their export identity).
+// export as namespace "cluster"; their objects have none.
 func (w *Writer) InventoryReport(r inventory.Report) {
 	key := Key{Kind: Inventory, NamespacedName: types.NamespacedName{Namespace: r.ID.Namespace, Name: r.ID.Name}}
-	if r.ID.Namespace == ClusterNamespace {
+	if Kind(r.Kind) == ClusterInventory {
 		key = Key{Kind: ClusterInventory, NamespacedName: types.NamespacedName{Name: r.ID.Name}}
 	}
 	w.mu.Lock()

@@ -37,7 +37,7 @@ const (
 // Engine is what the reconciler drives.
 type Engine interface {
 	UpsertInventory(spec engine.InventorySpec)
-	RemoveInventory(id rows.Identity)
+	RemoveInventory(key string)
 }
 
 // StatusWriter receives verdicts.
@@ -82,6 +82,8 @@ func (r *Reconciler) inventoriesIn(ctx context.Context, o client.Object) []recon
 	return reqs
 }
 
+func engineKey(key types.NamespacedName) string { return string(status.Inventory) + ":" + key.String() }
+
 func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
 	return rows.Identity{Namespace: inv.Namespace, Name: inv.Name, Generation: inv.Generation}
 }
@@ -110,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	verdict := status.Verdict{Generation: inv.Generation}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
-		r.Engine.RemoveInventory(identity(&inv))
+		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
 		verdict.Reason, verdict.Message = reason, msg
 		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 		return reconcile.Result{}, nil
@@ -118,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if inv.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
 	}
-	if err := checkRefs(&inv); err != nil {
+	if err := CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil {
 		return degrade(ReasonInvalidSinkRef, err.Error())
 	}
 	bindings, reason, err := r.Resolver.Resolve(ctx, Bindings{Owner: req.String(), Refs: inv.Spec.SinkRefs,
@@ -129,38 +131,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return degrade(reason, err.Error())
 	}
-	r.Engine.UpsertInventory(engine.InventorySpec{ID: identity(&inv), Bindings: bindings})
+	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv), Bindings: bindings})
 	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{}, nil
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {
-	r.Engine.RemoveInventory(rows.Identity{Namespace: key.Namespace, Name: key.Name})
+	r.Engine.RemoveInventory(engineKey(key))
 	r.Resolver.Backends.Forget(key.String())
 	r.Status.Forget(status.Key{Kind: status.Inventory, NamespacedName: key})
 }
 
-// checkRefs applies the rules the CRD schema cannot express for refs
-// written as strings.
-func checkRefs(inv *kollectv1alpha1.KollectInventory) error {
+// CheckRefs applies the rules the CRD schema cannot express for refs
+// written as strings. namespace is where refs without one point;
+// allowNamespace permits refs into other namespaces (cluster inventories).
+func CheckRefs(refs kollectv1alpha1.SinkRefs, namespace string, allowNamespace bool) error {
 	var problems []string
 	total := 0
 	for _, fam := range []struct {
 		field string
 		refs  []kollectv1alpha1.InventorySinkRef
-	}{{"snapshotSinkRefs", inv.Spec.SnapshotSinkRefs}, {"databaseSinkRefs", inv.Spec.DatabaseSinkRefs}, {"eventSinkRefs", inv.Spec.EventSinkRefs}} {
+	}{{"snapshotSinkRefs", refs.SnapshotSinkRefs}, {"databaseSinkRefs", refs.DatabaseSinkRefs}, {"eventSinkRefs", refs.EventSinkRefs}} {
 		seen := map[string]bool{}
 		for i, ref := range fam.refs {
 			total++
 			switch {
 			case ref.Name == "" || strings.Contains(ref.Name, "/"):
-				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q must be the name of a sink in namespace %q, without '/'", fam.field, i, ref.Name, inv.Namespace))
-			case ref.Namespace != "":
+				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q must be the name of a sink in namespace %q, without '/'", fam.field, i, ref.Name, namespace))
+			case ref.Namespace != "" && !allowNamespace:
 				problems = append(problems, fmt.Sprintf("spec.%s[%d].namespace: a KollectInventory binds sinks in its own namespace; remove the namespace", fam.field, i))
-			case seen[ref.Name]:
+			case seen[ref.Namespace+"/"+ref.Name]:
 				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q is listed twice", fam.field, i, ref.Name))
 			}
-			seen[ref.Name] = true
+			seen[ref.Namespace+"/"+ref.Name] = true
 		}
 	}
 	if total > maxBindings {

@@ -1,0 +1,215 @@
+package clusterinventory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/messages"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controllers"
+	"kollect.dev/kollect/pipeline/controllers/inventory"
+	"kollect.dev/kollect/pipeline/controllers/target"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/status"
+)
+
+// Finalizer releases the rollup before deletion.
+const Finalizer = "kollect.dev/cluster-inventory-cleanup"
+
+// Degraded reasons.
+const (
+	ReasonNoTargets = "NoTargets"
+	ReasonSuspended = "Suspended"
+)
+
+// Reconciler reconciles KollectClusterInventories.
+type Reconciler struct {
+	Client     client.Client
+	Engine     inventory.Engine
+	Status     inventory.StatusWriter
+	Resolver   *inventory.Resolver
+	Namespaces target.Namespaces
+	Metrics    *controllers.Metrics
+	// Resync re-evaluates namespace labels and target lists periodically.
+	Resync time.Duration
+}
+
+// SetupWithManager registers the reconciler; cluster targets, namespaces
+// and sinks requeue every cluster inventory (there are few).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(r.all)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollectclusterinventory").
+		For(&kollectv1alpha1.KollectClusterInventory{}).
+		Watches(&kollectv1alpha1.KollectClusterTarget{}, all).
+		Watches(&kollectv1alpha1.KollectSnapshotSink{}, all).
+		Watches(&kollectv1alpha1.KollectDatabaseSink{}, all).
+		Watches(&kollectv1alpha1.KollectEventSink{}, all).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
+}
+
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectClusterInventoryList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, ci := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ci.Name}})
+	}
+	return out
+}
+
+func engineKey(name string) string { return string(status.ClusterInventory) + ":" + name }
+
+func statusKey(name string) status.Key {
+	return status.Key{Kind: status.ClusterInventory, NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var ci kollectv1alpha1.KollectClusterInventory
+	if err := r.Client.Get(ctx, req.NamespacedName, &ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.release(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !ci.DeletionTimestamp.IsZero() {
+		r.release(req.Name)
+		if controllerutil.RemoveFinalizer(&ci, Finalizer) {
+			return reconcile.Result{}, r.Client.Update(ctx, &ci)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&ci, Finalizer) {
+		if err := r.Client.Update(ctx, &ci); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	verdict := status.Verdict{Generation: ci.Generation}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		r.Engine.RemoveInventory(engineKey(req.Name))
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.Set(statusKey(req.Name), verdict)
+		return reconcile.Result{RequeueAfter: r.Resync}, nil
+	}
+	if ci.Spec.Suspend {
+		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
+	}
+	sinkNS := ci.Spec.SinkNamespace
+	if sinkNS == "" {
+		sinkNS = "kollect-system"
+	}
+	if err := inventory.CheckRefs(ci.Spec.SinkRefs, sinkNS, true); err != nil {
+		return degrade(inventory.ReasonInvalidSinkRef, err.Error())
+	}
+	targets, err := r.targets(ctx, &ci)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	verdict.Targets = len(targets)
+	if len(targets) == 0 {
+		return degrade(ReasonNoTargets, "no KollectClusterTarget matches spec.targetRefs or spec.targetSelector")
+	}
+	namespaces, err := r.namespaces(&ci)
+	if err != nil {
+		return degrade("InvalidNamespaceSelector", err.Error())
+	}
+	bindings, reason, err := r.Resolver.Resolve(ctx, inventory.Bindings{Owner: "cluster/" + ci.Name, Refs: ci.Spec.SinkRefs,
+		SinkNamespace: func(ref kollectv1alpha1.InventorySinkRef) string {
+			if ref.Namespace != "" {
+				return ref.Namespace
+			}
+			return sinkNS
+		}, Interval: string(ci.Spec.ExportMinInterval)})
+	if err != nil {
+		if reason == "" {
+			return reconcile.Result{}, err
+		}
+		return degrade(reason, err.Error())
+	}
+	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
+		ID:       rows.Identity{Namespace: status.ClusterNamespace, Name: ci.Name, Generation: ci.Generation},
+		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID"})
+	r.Status.Set(statusKey(req.Name), verdict)
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) release(name string) {
+	r.Engine.RemoveInventory(engineKey(name))
+	r.Resolver.Backends.Forget("cluster/" + name)
+	r.Status.Forget(statusKey(name))
+}
+
+// targets selects cluster targets: by name, by label, or all of them.
+func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClusterInventory) ([]messages.TargetRef, error) {
+	var list kollectv1alpha1.KollectClusterTargetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list cluster targets: %w", err)
+	}
+	byName := map[string]bool{}
+	for _, n := range ci.Spec.TargetRefs {
+		byName[n] = true
+	}
+	var sel labels.Selector
+	if len(byName) == 0 && ci.Spec.TargetSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(ci.Spec.TargetSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.targetSelector: %w", err)
+		}
+		sel = s
+	}
+	var out []messages.TargetRef
+	for _, t := range list.Items {
+		switch {
+		case len(byName) > 0 && !byName[t.Name]:
+			continue
+		case sel != nil && !sel.Matches(labels.Set(t.Labels)):
+			continue
+		}
+		out = append(out, messages.TargetRef{Kind: engine.ClusterTargetKind, Name: t.Name})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// namespaces is spec.namespaces (when set) intersected with the namespaces
+// whose labels match namespaceSelector.
+func (r *Reconciler) namespaces(ci *kollectv1alpha1.KollectClusterInventory) (map[string]bool, error) {
+	sel, err := metav1.LabelSelectorAsSelector(ci.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
+	}
+	explicit := map[string]bool{}
+	for _, n := range ci.Spec.Namespaces {
+		explicit[n] = true
+	}
+	out := map[string]bool{}
+	for _, name := range r.Namespaces.NamespaceNames() {
+		ns := r.Namespaces.Namespace(name)
+		if ns == nil || (len(explicit) > 0 && !explicit[name]) || !sel.Matches(labels.Set(ns.GetLabels())) {
+			continue
+		}
+		out[name] = true
+	}
+	return out, nil
+}

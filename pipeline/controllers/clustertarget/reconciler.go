@@ -1,0 +1,165 @@
+package clustertarget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/messages"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/controllers"
+	"kollect.dev/kollect/pipeline/controllers/target"
+	"kollect.dev/kollect/pipeline/status"
+)
+
+// Finalizer releases the collection before deletion.
+const Finalizer = "kollect.dev/cluster-target-cleanup"
+
+// Reconciler reconciles KollectClusterTargets.
+type Reconciler struct {
+	Client     client.Client
+	Engine     target.Engine
+	Status     target.StatusWriter
+	Namespaces target.Namespaces
+	Defaults   target.Defaults
+	Metrics    *controllers.Metrics
+	Resync     time.Duration
+
+	mu      sync.Mutex
+	applied map[string]string
+}
+
+// SetupWithManager registers the reconciler; profile changes requeue every
+// cluster target (there are few).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.applied = map[string]string{}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollectclustertarget").
+		For(&kollectv1alpha1.KollectClusterTarget{}).
+		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		Complete(r.Metrics.Instrument("kollectclustertarget", r))
+}
+
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectClusterTargetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+	}
+	return out
+}
+
+func ref(name string) messages.TargetRef {
+	return messages.TargetRef{Kind: engine.ClusterTargetKind, Name: name}
+}
+
+func key(name string) status.Key {
+	return status.Key{Kind: status.ClusterTarget, NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var ct kollectv1alpha1.KollectClusterTarget
+	if err := r.Client.Get(ctx, req.NamespacedName, &ct); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.release(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !ct.DeletionTimestamp.IsZero() {
+		r.release(req.Name)
+		if controllerutil.RemoveFinalizer(&ct, Finalizer) {
+			return reconcile.Result{}, r.Client.Update(ctx, &ct)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&ct, Finalizer) {
+		if err := r.Client.Update(ctx, &ct); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	pref := ct.Spec.ProfileRef
+	verdict := status.Verdict{Generation: ct.Generation, Rules: len(ct.Spec.ResourceRules)}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		r.Engine.RemoveTarget(ref(req.Name))
+		r.setApplied(req.Name, "")
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.Set(key(req.Name), verdict)
+		return reconcile.Result{}, nil
+	}
+	if ct.Spec.Suspend {
+		return degrade(target.ReasonSuspended, "spec.suspend is true: collection stopped")
+	}
+	var p kollectv1alpha1.KollectProfile
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pref.Namespace, Name: pref.Name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return degrade(target.ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", pref.Name, pref.Namespace))
+		}
+		return reconcile.Result{}, err
+	}
+	// Cluster targets select like a target without a label selector or
+	// names, and always watch in All mode.
+	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{
+		ProfileRef: pref.Name, NamespaceSelector: ct.Spec.NamespaceSelector, CollectionFilterSpec: ct.Spec.CollectionFilterSpec}}
+	c, err := target.Compile(as, &p, r.Defaults)
+	if err != nil {
+		return degrade(target.ReasonExtractionFailed, err.Error())
+	}
+	verdict.Matched, verdict.Effective = target.MatchNamespaces(r.Namespaces, c.Selection)
+	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
+
+	generations := fmt.Sprintf("%d/%s", ct.Generation, p.ResourceVersion)
+	if r.appliedGen(req.Name) != generations {
+		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
+			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true})
+		if err != nil {
+			res, _ := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			res.RequeueAfter = 15 * time.Second
+			if !errors.Is(err, informers.ErrNotServed) {
+				res.RequeueAfter = 30 * time.Second
+			}
+			return res, nil
+		}
+		r.setApplied(req.Name, generations)
+	}
+	r.Status.Set(key(req.Name), verdict)
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) release(name string) {
+	r.Engine.RemoveTarget(ref(name))
+	r.setApplied(name, "")
+	r.Status.Forget(key(name))
+}
+
+func (r *Reconciler) appliedGen(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied[name]
+}
+
+func (r *Reconciler) setApplied(name, gen string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == "" {
+		delete(r.applied, name)
+	} else {
+		r.applied[name] = gen
+	}
+}
