@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -192,7 +193,7 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	go func() {
 		defer cancel()
 		start := time.Now()
-		ack, err := backend.Export(exportCtx, snap)
+		ack, err := safeExport(exportCtx, backend, snap)
 		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
 	}()
 }
@@ -238,4 +239,15 @@ func (a *actorState) backoff() time.Duration {
 	}
 	d = min(d, a.cfg.BackoffMax)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// safeExport turns a backend panic into an export error: a bug in one
+// backend must not take the operator down.
+func safeExport(ctx context.Context, b sinks.Snapshot, snap *rows.Snapshot) (ack sinks.Ack, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sink backend panicked: %v", p)
+		}
+	}()
+	return b.Export(ctx, snap)
 }

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,5 +157,32 @@ func TestUnchangedSnapshotIsReExportedOnlyAfterTheInterval(t *testing.T) {
 	}
 	if got := be.got(); len(got) != 2 || got[0] != got[1] {
 		t.Fatalf("want the same snapshot exported twice (heartbeat), got %v", got)
+	}
+}
+
+type panickyBackend struct{ flakyBackend }
+
+func (p *panickyBackend) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	p.mu.Lock()
+	first := len(p.exported) == 0 && !p.down
+	p.down = true // panic only once
+	p.mu.Unlock()
+	if first {
+		panic("boom")
+	}
+	p.setDown(false)
+	return p.flakyBackend.Export(ctx, snap)
+}
+
+func TestABackendPanicIsAnErrorAndTheBindingRecovers(t *testing.T) {
+	be := &panickyBackend{}
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a")})
+	r := next(t, results)
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "panicked: boom") {
+		t.Fatalf("want the panic reported as an error, got %+v", r)
+	}
+	if r = next(t, results); r.Err != nil || r.Ack.Rows != 1 {
+		t.Fatalf("want the retry to succeed, got %+v", r)
 	}
 }

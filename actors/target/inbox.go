@@ -18,6 +18,28 @@ type Inbox struct {
 	woken   bool
 	root    *actor.RootContext
 	pid     *actor.PID
+
+	// kept across restarts of the actor
+	cfg  *Config
+	subs map[string]subscription
+}
+
+// remember records the configuration and subscribers, so that a restarted
+// actor resumes where it was.
+func (b *Inbox) remember(cfg *Config, subs map[string]subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfg, b.subs = cfg, subs
+}
+
+func (b *Inbox) recall() (*Config, map[string]subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	subs := make(map[string]subscription, len(b.subs))
+	for k, v := range b.subs {
+		subs[k] = v
+	}
+	return b.cfg, subs
 }
 
 type wake struct{}

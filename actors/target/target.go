@@ -120,9 +120,19 @@ func Props(inbox *Inbox, ns Namespaces, reporter Reporter, metrics *actors.Metri
 func (a *actorState) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		// After a supervised restart, resume with the last configuration
+		// and subscribers; rows are rebuilt from the informer caches.
+		if cfg, subs := a.inbox.recall(); cfg != nil {
+			a.cfg, a.subs = cfg, subs
+			a.resync(ctx, "")
+		}
 		a.inbox.Bind(ctx.Self())
+	case *actor.Restarting:
+		a.metrics.Restarted("target")
+		a.metrics.ItemsDelta(-len(a.rows))
 	case *Configure:
 		a.cfg = msg.Config
+		a.inbox.remember(a.cfg, a.subs)
 		a.resync(ctx, "")
 	case wake:
 		evs, nss := a.inbox.drain()
@@ -146,9 +156,11 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *messages.Subscribe:
 		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}
 		a.subs[msg.Inventory.String()] = sub
+		a.inbox.remember(a.cfg, a.subs)
 		sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
 	case *messages.Unsubscribe:
 		delete(a.subs, msg.Inventory.String())
+		a.inbox.remember(a.cfg, a.subs)
 	case *actor.Stopping:
 		for _, sub := range a.subs {
 			ctx.Send(sub.pid, &messages.TargetGone{Target: a.ref()})

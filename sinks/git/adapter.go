@@ -61,6 +61,7 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	l := Layout{Format: format, Cluster: spec.Cluster, DocumentPath: spec.PathTemplate}
 	if g := spec.Git; g != nil {
 		cfg.CommitMessage, cfg.ForcePush = g.CommitMessage, g.PushPolicy == "ForcePush"
+		cfg.CommitBody, cfg.Trailers = g.CommitBody, g.CommitTrailers
 		if g.Author != nil {
 			cfg.AuthorName, cfg.AuthorEmail = g.Author.Name, g.Author.Email
 		}
@@ -70,8 +71,15 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	}
 	if lay := spec.Layout; lay != nil {
 		l.Mode, l.Content, l.ItemPath = lay.Mode, lay.Content, lay.PathTemplate
+		l.Index = lay.Mode == "split"
+		if lay.Index != nil {
+			if lay.Index.Enabled != nil {
+				l.Index = *lay.Index.Enabled
+			}
+			l.IndexPath = lay.Index.PathTemplate
+		}
 		if lay.Mode == "split" {
-			l.Mode = "perResource" // the index document is not written yet
+			l.Mode = "perResource"
 		}
 		if f := lay.Filename; f != nil {
 			l.GroupInPath, l.MaxSegment = f.GroupInPath, int(f.MaxSegmentLength)

@@ -6,7 +6,9 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/yaml"
 
 	"kollect.dev/kollect/pipeline/rows"
@@ -24,6 +26,8 @@ type Layout struct {
 	MaxSegment   int
 	KeepKindCase bool
 	GroupInPath  string // auto (default), always, never
+	Index        bool   // write an index of the item paths (split mode)
+	IndexPath    string // template; default inventory/{namespace}/{name}{extension}
 }
 
 func (l Layout) extension() string {
@@ -182,4 +186,31 @@ func encodeFile(format string, payload []byte, indentJSON bool) ([]byte, error) 
 		return append(b, '\n'), nil
 	}
 	return yaml.JSONToYAML(payload)
+}
+
+// renderIndex encodes the split-mode index: what was exported and where.
+func (l Layout) renderIndex(snap *rows.Snapshot, files map[string]plumbing.Hash, rendered map[*rows.Row]renderedFile) (string, []byte, error) {
+	paths := make([]string, 0, len(snap.Rows))
+	for _, r := range snap.Rows {
+		paths = append(paths, rendered[r].path)
+	}
+	idx := struct {
+		SchemaVersion string   `json:"schemaVersion"`
+		ItemCount     int      `json:"itemCount"`
+		Checksum      string   `json:"checksum"`
+		ExportedAt    string   `json:"exportedAt"`
+		Cluster       string   `json:"cluster"`
+		Paths         []string `json:"paths"`
+	}{rows.SchemaVersion, len(snap.Rows), snap.Checksum, snap.ExportedAt.Format(time.RFC3339), l.cluster(), paths}
+	payload, err := json.Marshal(idx)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := encodeFile(l.Format, payload, true)
+	if err != nil {
+		return "", nil, err
+	}
+	ip := l
+	ip.DocumentPath = l.IndexPath
+	return ip.documentPath(snap.Inventory), data, nil
 }

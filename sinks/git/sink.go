@@ -32,6 +32,8 @@ type Config struct {
 	AuthorName    string // default kollect
 	AuthorEmail   string // default kollect@kollect.dev
 	CommitMessage string // subject template
+	CommitBody    string
+	Trailers      []string
 	ForcePush     bool
 	SinkName      string
 	MirrorDir     string // local mirror; default a temp dir
@@ -298,6 +300,21 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 		next[r] = rf
 	}
 	s.rendered = next
+	if l.Index {
+		p, data, err := l.renderIndex(snap, files, next)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, dup := files[p]; dup {
+			return nil, 0, fmt.Errorf("layout collision: the index path %s is also an item path", p)
+		}
+		h, err := s.blob(data)
+		if err != nil {
+			return nil, 0, err
+		}
+		files[p] = h
+		total += int64(len(data))
+	}
 	return files, total, nil
 }
 
@@ -391,13 +408,23 @@ func (s *Sink) commit(tree, parent plumbing.Hash, snap *rows.Snapshot) (plumbing
 
 func (s *Sink) message(snap *rows.Snapshot) string {
 	cluster := s.cfg.Layout.cluster()
-	return strings.NewReplacer(
+	r := strings.NewReplacer(
 		"{namespace}", snap.Inventory.Namespace, "{name}", snap.Inventory.Name, "{cluster}", cluster,
 		"{generation}", fmt.Sprint(snap.Inventory.Generation), "{exportGeneration}", fmt.Sprint(snap.Inventory.Generation),
 		"{itemCount}", fmt.Sprint(len(snap.Rows)), "{checksum}", snap.Checksum, "{checksumShort}", snap.ChecksumShort(),
 		"{exportedAt}", snap.ExportedAt.Format(time.RFC3339), "{sink}", s.cfg.SinkName,
 		"{path}", path.Dir(s.cfg.Layout.documentPath(snap.Inventory)),
-	).Replace(s.cfg.CommitMessage) + "\n"
+	)
+	msg := r.Replace(s.cfg.CommitMessage)
+	if s.cfg.CommitBody != "" {
+		msg += "\n\n" + r.Replace(s.cfg.CommitBody)
+	}
+	for _, t := range s.cfg.Trailers {
+		if t = strings.TrimSpace(r.Replace(t)); t != "" {
+			msg += "\n\n" + t
+		}
+	}
+	return msg + "\n"
 }
 
 func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool) error {

@@ -165,3 +165,31 @@ func TestProbe(t *testing.T) {
 		t.Errorf("a missing remote: want an ls-remote error, got %v", err)
 	}
 }
+
+func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
+	bare := remote(t)
+	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(),
+		CommitBody: "{itemCount} items from {cluster}", Trailers: []string{"Kollect-Checksum: {checksum}", " "},
+		Layout: git.Layout{Mode: "perResource", Index: true, Format: "json", Cluster: "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := snap(row(t, "a", "x:1"), row(t, "b", "y:1"))
+	if _, err := s.Export(context.Background(), snapshot); err != nil {
+		t.Fatal(err)
+	}
+	files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main")
+	if files != "README.md\nc1/demo/deployment/a.json\nc1/demo/deployment/b.json\ninventory/default/demo-inventory.json" {
+		t.Fatalf("files:\n%s", files)
+	}
+	index := gitCmd(t, bare, "show", "main:inventory/default/demo-inventory.json")
+	for _, want := range []string{`"itemCount": 2`, `"cluster": "c1"`, `"c1/demo/deployment/a.json"`, `"checksum": "` + snapshot.Checksum + `"`} {
+		if !strings.Contains(index, want) {
+			t.Errorf("index lacks %s:\n%s", want, index)
+		}
+	}
+	msg := gitCmd(t, bare, "log", "-1", "--format=%B", "main")
+	if !strings.Contains(msg, "\n\n2 items from c1\n\nKollect-Checksum: "+snapshot.Checksum) {
+		t.Errorf("commit message:\n%s", msg)
+	}
+}
