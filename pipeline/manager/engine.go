@@ -13,15 +13,19 @@ import (
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/engine"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/clusterinventory"
 	"kollect.dev/kollect/pipeline/controllers/clustertarget"
+	"kollect.dev/kollect/pipeline/controllers/familysink"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controllers/snapshotsink"
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/status"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
 )
 
 // engineRunnable runs the collection engine while this replica leads.
@@ -74,8 +78,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
 	policy := endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}
+	registry := inventory.Registry{Snapshot: map[string]inventory.SnapshotFactory{"git": gitFactory(policy)}}
 	resolver := &inventory.Resolver{Client: mgr.GetClient(),
-		Backends: &inventory.Backends{Policy: policy, MirrorDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
+		Backends: &inventory.Backends{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
 		Resolver: resolver}
 	if err := ir.SetupWithManager(mgr); err != nil {
@@ -91,9 +96,37 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := cir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster inventory controller: %w", err)
 	}
+	if err := familysink.SetupDatabaseSinks(mgr, cm); err != nil {
+		return fmt.Errorf("set up database sink controller: %w", err)
+	}
+	if err := familysink.SetupEventSinks(mgr, cm); err != nil {
+		return fmt.Errorf("set up event sink controller: %w", err)
+	}
 	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up snapshot sink controller: %w", err)
 	}
 	return nil
+}
+
+// gitFactory builds Git backends after checking the endpoint.
+func gitFactory(policy endpoint.Policy) inventory.SnapshotFactory {
+	return func(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, dir string) (sinks.Snapshot, error) {
+		url, _, err := git.Endpoint(&s.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if err := policy.CheckURL(ctx, url, "https", "http", "file"); err != nil {
+			return nil, err
+		}
+		cfg, err := git.FromSpec(s.Name, &s.Spec, secret, dir)
+		if err != nil {
+			return nil, err
+		}
+		sk, err := git.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return sk, nil
+	}
 }

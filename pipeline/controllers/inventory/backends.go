@@ -11,18 +11,26 @@ import (
 	"sync"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/git"
 )
+
+// SnapshotFactory builds the backend of one snapshot sink type from the
+// sink, its resolved credentials and a state directory of its own.
+type SnapshotFactory func(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, stateDir string) (sinks.Snapshot, error)
+
+// Registry maps sink types to factories; backends are registered by the
+// process wiring, not by themselves.
+type Registry struct {
+	Snapshot map[string]SnapshotFactory
+}
 
 // Backends builds sink backends and keeps them while their configuration
 // (sink generation, Secret version) is unchanged, so a reconcile does not
 // restart a sink actor or drop a Git mirror's state.
 type Backends struct {
-	Policy    endpoint.Policy
-	MirrorDir string
+	Registry Registry
+	StateDir string
 
 	mu    sync.Mutex
 	built map[string]built
@@ -63,32 +71,27 @@ func (b *Backends) Forget(owner string) {
 	}
 }
 
-func (b *Backends) git(ctx context.Context, owner string, s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, secretVersion string) (sinks.Snapshot, error) {
-	fp := fmt.Sprintf("git/%d/%s", s.Generation, secretVersion)
+// snapshot returns the backend for a snapshot sink, building it when its
+// configuration changed.
+func (b *Backends) snapshot(ctx context.Context, owner, typ string, s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, secretVersion string) (sinks.Snapshot, error) {
+	factory := b.Registry.Snapshot[typ]
+	if factory == nil {
+		return nil, fmt.Errorf("%s sinks are not implemented in this version of Kollect", typ)
+	}
+	fp := fmt.Sprintf("%s/%d/%s", typ, s.Generation, secretVersion)
 	if be := b.lookup(owner, fp); be != nil {
 		return be, nil
 	}
-	url, _, err := git.Endpoint(&s.Spec)
+	dir := ""
+	if b.StateDir != "" {
+		sum := sha256.Sum256([]byte(owner + "|" + s.Namespace + "/" + s.Name))
+		dir = filepath.Join(b.StateDir, hex.EncodeToString(sum[:8]))
+	}
+	be, err := factory(ctx, s, secret, dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Policy.CheckURL(ctx, url, "https", "http", "file"); err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256([]byte(owner + "|" + url))
-	mirror := ""
-	if b.MirrorDir != "" {
-		mirror = filepath.Join(b.MirrorDir, hex.EncodeToString(sum[:8]))
-	}
-	cfg, err := git.FromSpec(s.Name, &s.Spec, secret, mirror)
-	if err != nil {
-		return nil, err
-	}
-	sk, err := git.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return b.store(owner, fp, sk), nil
+	return b.store(owner, fp, be), nil
 }
 
 // failing returns a backend whose exports fail permanently with msg, kept

@@ -86,14 +86,11 @@ func (r *Resolver) unavailable(inv, key, typ string, intervals ...string) sink.C
 }
 
 func (r *Resolver) snapshotBackend(ctx context.Context, owner, typ string, s *kollectv1alpha1.KollectSnapshotSink) sinks.Snapshot {
-	if typ != "git" {
-		return r.Backends.failing(owner, fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ))
-	}
 	secret, secretVersion, err := r.secret(ctx, s)
 	if err != nil {
 		return r.Backends.failing(owner, err.Error())
 	}
-	b, err := r.Backends.git(ctx, owner, s, secret, secretVersion)
+	b, err := r.Backends.snapshot(ctx, owner, typ, s, secret, secretVersion)
 	if err != nil {
 		return r.Backends.failing(owner, err.Error())
 	}
