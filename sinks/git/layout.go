@@ -214,3 +214,35 @@ func (l Layout) renderIndex(snap *rows.Snapshot, files map[string]plumbing.Hash,
 	ip.DocumentPath = l.IndexPath
 	return ip.documentPath(snap.Inventory), data, nil
 }
+
+// manifestKey finds the attribute holding an embedded manifest when every
+// row has exactly one such attribute (an object with an apiVersion and the
+// row's kind), under the same key.
+func manifestKey(snap *rows.Snapshot) (string, bool) {
+	if len(snap.Rows) == 0 {
+		return "", false
+	}
+	key := ""
+	for _, r := range snap.Rows {
+		found := ""
+		for k, v := range r.Attributes {
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			av, _ := m["apiVersion"].(string)
+			kind, _ := m["kind"].(string)
+			if av != "" && strings.EqualFold(kind, r.Kind) {
+				if found != "" {
+					return "", false
+				}
+				found = k
+			}
+		}
+		if found == "" || (key != "" && found != key) {
+			return "", false
+		}
+		key = found
+	}
+	return key, true
+}

@@ -260,6 +260,13 @@ func (s *Sink) flatten(base plumbing.Hash) (map[string]entry, error) {
 // render writes the blobs of this export and returns path → blob hash.
 func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, error) {
 	l := s.cfg.Layout
+	if l.Mode == "" {
+		if key, ok := manifestKey(snap); ok {
+			// Rows of a Resource-export profile become a manifest tree
+			// (SEMANTICS §11.3 auto-detection).
+			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
+		}
+	}
 	files := map[string]plumbing.Hash{}
 	var total int64
 	if l.Mode != "perResource" {

@@ -193,3 +193,23 @@ func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
 		t.Errorf("commit message:\n%s", msg)
 	}
 }
+
+func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
+	bare := remote(t)
+	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Cluster: "prod-west"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "apps", Name: "api", Group: "apps", Version: "v1",
+		Kind: "Deployment", UID: "u", Attributes: map[string]any{"containerCount": 1,
+			"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Export(context.Background(), snap(r)); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, bare, "show", "main:prod-west/apps/deployment/api.yaml"); got != "apiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2" {
+		t.Fatalf("manifest file:\n%s", got)
+	}
+}
