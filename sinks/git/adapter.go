@@ -89,3 +89,12 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	cfg.Layout = l
 	return cfg, nil
 }
+
+// CredentialsRef is the Secret holding a Git sink's credentials:
+// git.auth.secretRef, else spec.secretRef.
+func CredentialsRef(spec *kollectv1alpha1.KollectSnapshotSinkSpec) *kollectv1alpha1.SecretReference {
+	if spec.Git != nil && spec.Git.Auth != nil && spec.Git.Auth.SecretRef != nil {
+		return spec.Git.Auth.SecretRef
+	}
+	return spec.SecretRef
+}

@@ -7,14 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -86,24 +84,8 @@ func statusKey(name string) status.Key {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var ci kollectv1alpha1.KollectClusterInventory
-	if err := r.Client.Get(ctx, req.NamespacedName, &ci); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.release(req.Name)
-			return reconcile.Result{}, nil
-		}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &ci, Finalizer, func() { r.release(req.Name) }); done {
 		return reconcile.Result{}, err
-	}
-	if !ci.DeletionTimestamp.IsZero() {
-		r.release(req.Name)
-		if controllerutil.RemoveFinalizer(&ci, Finalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, &ci)
-		}
-		return reconcile.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(&ci, Finalizer) {
-		if err := r.Client.Update(ctx, &ci); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	verdict := status.Verdict{Generation: ci.Generation}
 	degrade := func(reason, msg string) (reconcile.Result, error) {

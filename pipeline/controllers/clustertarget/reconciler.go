@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -75,24 +74,8 @@ func key(name string) status.Key {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var ct kollectv1alpha1.KollectClusterTarget
-	if err := r.Client.Get(ctx, req.NamespacedName, &ct); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.release(req.Name)
-			return reconcile.Result{}, nil
-		}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &ct, Finalizer, func() { r.release(req.Name) }); done {
 		return reconcile.Result{}, err
-	}
-	if !ct.DeletionTimestamp.IsZero() {
-		r.release(req.Name)
-		if controllerutil.RemoveFinalizer(&ct, Finalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, &ct)
-		}
-		return reconcile.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(&ct, Finalizer) {
-		if err := r.Client.Update(ctx, &ct); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	pref := ct.Spec.ProfileRef
 	verdict := status.Verdict{Generation: ct.Generation, Rules: len(ct.Spec.ResourceRules)}

@@ -6,12 +6,10 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -91,24 +89,8 @@ func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var inv kollectv1alpha1.KollectInventory
-	if err := r.Client.Get(ctx, req.NamespacedName, &inv); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.release(req.NamespacedName)
-			return reconcile.Result{}, nil
-		}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }); done {
 		return reconcile.Result{}, err
-	}
-	if !inv.DeletionTimestamp.IsZero() {
-		r.release(req.NamespacedName)
-		if controllerutil.RemoveFinalizer(&inv, Finalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, &inv)
-		}
-		return reconcile.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(&inv, Finalizer) {
-		if err := r.Client.Update(ctx, &inv); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	verdict := status.Verdict{Generation: inv.Generation}
 	degrade := func(reason, msg string) (reconcile.Result, error) {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/actors/sink"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
 )
 
 // Resolver turns an inventory's sink references into bindings. It is
@@ -97,26 +98,7 @@ func (r *Resolver) snapshotBackend(ctx context.Context, owner, typ string, s *ko
 	return b
 }
 
-// secret reads the sink's credentials: git.auth.secretRef, else
-// spec.secretRef; the namespace defaults to the sink's.
+// secret reads the sink's credentials Secret.
 func (r *Resolver) secret(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (map[string][]byte, string, error) {
-	ref := s.Spec.SecretRef
-	if s.Spec.Git != nil && s.Spec.Git.Auth != nil && s.Spec.Git.Auth.SecretRef != nil {
-		ref = s.Spec.Git.Auth.SecretRef
-	}
-	if ref == nil {
-		return nil, "", nil
-	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = s.Namespace
-	}
-	var sec corev1.Secret
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("credentials Secret %s/%s not found", ns, ref.Name)
-		}
-		return nil, "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
-	}
-	return sec.Data, sec.ResourceVersion, nil
+	return controllers.ReadSecret(ctx, r.Client, git.CredentialsRef(&s.Spec), s.Namespace)
 }

@@ -6,11 +6,8 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -106,20 +103,9 @@ func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapsh
 	if typ != "git" {
 		return ReasonTestFailed, fmt.Errorf("%s sinks are not implemented in this version of Kollect", typ)
 	}
-	var secret map[string][]byte
-	if ref := secretRef(s); ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = s.Namespace
-		}
-		var sec corev1.Secret
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-			if apierrors.IsNotFound(err) {
-				return ReasonSecretFailed, fmt.Errorf("credentials Secret %s/%s not found", ns, ref.Name)
-			}
-			return ReasonSecretFailed, fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
-		}
-		secret = sec.Data
+	secret, _, err := controllers.ReadSecret(ctx, r.Client, git.CredentialsRef(&s.Spec), s.Namespace)
+	if err != nil {
+		return ReasonSecretFailed, err
 	}
 	cfg, err := git.FromSpec(s.Name, &s.Spec, secret, "")
 	if err != nil {
@@ -134,11 +120,4 @@ func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapsh
 		return ReasonTestFailed, err
 	}
 	return "", nil
-}
-
-func secretRef(s *kollectv1alpha1.KollectSnapshotSink) *kollectv1alpha1.SecretReference {
-	if s.Spec.Git != nil && s.Spec.Git.Auth != nil && s.Spec.Git.Auth.SecretRef != nil {
-		return s.Spec.Git.Auth.SecretRef
-	}
-	return s.Spec.SecretRef
 }

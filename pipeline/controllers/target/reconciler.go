@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -126,24 +125,8 @@ func ref(key types.NamespacedName) messages.TargetRef {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var t kollectv1alpha1.KollectTarget
-	if err := r.Client.Get(ctx, req.NamespacedName, &t); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.release(req.NamespacedName)
-			return reconcile.Result{}, nil
-		}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &t, Finalizer, func() { r.release(req.NamespacedName) }); done {
 		return reconcile.Result{}, err
-	}
-	if !t.DeletionTimestamp.IsZero() {
-		r.release(req.NamespacedName)
-		if controllerutil.RemoveFinalizer(&t, Finalizer) {
-			return reconcile.Result{}, r.Client.Update(ctx, &t)
-		}
-		return reconcile.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(&t, Finalizer) {
-		if err := r.Client.Update(ctx, &t); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	verdict := status.Verdict{Generation: t.Generation, Detail: fmt.Sprintf("profileRef %q resolved", t.Spec.ProfileRef), Rules: len(t.Spec.ResourceRules)}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
