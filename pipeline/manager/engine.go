@@ -116,7 +116,7 @@ func gitFactory(policy endpoint.Policy) inventory.SnapshotFactory {
 		if err != nil {
 			return nil, err
 		}
-		if err := policy.CheckURL(ctx, url, "https", "http", "file"); err != nil {
+		if err := policy.CheckURL(ctx, url, "https", "http", "ssh", "file"); err != nil {
 			return nil, err
 		}
 		cfg, err := git.FromSpec(s.Name, &s.Spec, secret, dir)

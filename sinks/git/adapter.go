@@ -32,7 +32,12 @@ func Endpoint(spec *kollectv1alpha1.KollectSnapshotSinkSpec) (string, string, er
 	if spec.Git != nil && spec.Git.Branch != "" {
 		branch = spec.Git.Branch
 	}
-	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	if u.Scheme == "ssh" && u.User != nil {
+		u.User = url.User(u.User.Username()) // the SSH user is not a secret; a password would be
+	} else {
+		u.User = nil
+	}
+	u.Fragment, u.RawFragment = "", ""
 	return u.String(), branch, nil
 }
 
@@ -43,9 +48,6 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	if err != nil {
 		return Config{}, err
 	}
-	if strings.HasPrefix(endpoint, "ssh://") {
-		return Config{}, fmt.Errorf("ssh remotes are not supported yet; use an https:// endpoint with a token")
-	}
 	cfg := Config{URL: endpoint, Branch: branch, SinkName: name, MirrorDir: mirrorDir}
 	if secret != nil {
 		cfg.Username = string(secret["username"])
@@ -53,7 +55,15 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 		if t := secret["token"]; len(t) > 0 {
 			cfg.Token = string(t)
 		}
+		for _, k := range []string{"ssh-privatekey", "identity", "id_rsa"} {
+			if v := secret[k]; len(v) > 0 {
+				cfg.SSHKey = v
+				break
+			}
+		}
+		cfg.KnownHosts = secret["known_hosts"]
 	}
+	cfg.InsecureHostKey = spec.TLS != nil && spec.TLS.InsecureSkipVerify
 	format := "yaml"
 	if spec.Serialization != nil && spec.Serialization.Format != "" {
 		format = strings.ToLower(spec.Serialization.Format)

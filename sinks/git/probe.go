@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -19,6 +20,13 @@ const ProbeMessage = "TLS and git remote reachability verified"
 // as reachable.
 func Probe(ctx context.Context, cfg Config) error {
 	s := &Sink{cfg: cfg}
+	if strings.HasPrefix(cfg.URL, "ssh://") {
+		a, err := sshAuth(cfg)
+		if err != nil {
+			return err
+		}
+		s.sshAuth = a
+	}
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}})
 	_, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.auth()})
 	if err == nil || errors.Is(err, transport.ErrEmptyRemoteRepository) {

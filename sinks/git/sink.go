@@ -25,26 +25,31 @@ import (
 
 // Config is a resolved Git sink.
 type Config struct {
-	URL           string // https://, http:// or file:// remote
-	Branch        string // default main
-	Username      string
-	Token         string // password or token
-	AuthorName    string // default kollect
-	AuthorEmail   string // default kollect@kollect.dev
-	CommitMessage string // subject template
-	CommitBody    string
-	Trailers      []string
-	ForcePush     bool
-	SinkName      string
-	MirrorDir     string // local mirror; default a temp dir
-	Layout        Layout
+	URL        string // https://, http:// or file:// remote
+	Branch     string // default main
+	Username   string
+	Token      string // password or token
+	SSHKey     []byte // PEM private key for ssh:// remotes
+	KnownHosts []byte // known_hosts lines for ssh:// remotes
+	// InsecureHostKey skips SSH host-key checking (tls.insecureSkipVerify).
+	InsecureHostKey bool
+	AuthorName      string // default kollect
+	AuthorEmail     string // default kollect@kollect.dev
+	CommitMessage   string // subject template
+	CommitBody      string
+	Trailers        []string
+	ForcePush       bool
+	SinkName        string
+	MirrorDir       string // local mirror; default a temp dir
+	Layout          Layout
 }
 
 // Sink exports snapshots to one branch of one remote.
 type Sink struct {
-	cfg  Config
-	mu   sync.Mutex
-	repo *gogit.Repository
+	cfg     Config
+	mu      sync.Mutex
+	repo    *gogit.Repository
+	sshAuth transport.AuthMethod
 
 	// State of the last successful export, to work in proportion to change.
 	lastCommit plumbing.Hash
@@ -99,10 +104,19 @@ func New(cfg Config) (*Sink, error) {
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}}); err != nil {
 		return nil, fmt.Errorf("git remote: %w", err)
 	}
-	return &Sink{cfg: cfg, repo: repo, rendered: map[*rows.Row]renderedFile{}}, nil
+	s := &Sink{cfg: cfg, repo: repo, rendered: map[*rows.Row]renderedFile{}}
+	if strings.HasPrefix(cfg.URL, "ssh://") {
+		if s.sshAuth, err = sshAuth(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 func (s *Sink) auth() transport.AuthMethod {
+	if strings.HasPrefix(s.cfg.URL, "ssh://") {
+		return s.sshAuth
+	}
 	if s.cfg.Token == "" || strings.HasPrefix(s.cfg.URL, "file://") {
 		return nil // local repositories take no credentials
 	}

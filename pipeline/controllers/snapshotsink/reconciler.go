@@ -111,7 +111,7 @@ func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapsh
 	if err != nil {
 		return ReasonTestFailed, err
 	}
-	if err := r.Policy.CheckURL(ctx, cfg.URL, "https", "http", "file"); err != nil {
+	if err := r.Policy.CheckURL(ctx, cfg.URL, "https", "http", "ssh", "file"); err != nil {
 		return ReasonTestFailed, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)

@@ -1,0 +1,132 @@
+package git_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"kollect.dev/kollect/sinks/git"
+)
+
+// sshRemote runs an SSH server on loopback that accepts one client key and
+// serves git-upload-pack / git-receive-pack for local paths, as a Git host
+// does. It returns the address and the server's known_hosts line.
+func sshRemote(t *testing.T, clientKey ssh.PublicKey) (string, []byte) {
+	t.Helper()
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if bytes.Equal(k.Marshal(), clientKey.Marshal()) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unknown key")
+	}}
+	cfg.AddHostKey(hostSigner)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serveSSH(c, cfg)
+		}
+	}()
+	addr := l.Addr().String()
+	return addr, []byte(fmt.Sprintf("[%s]:%s %s", strings.Split(addr, ":")[0], strings.Split(addr, ":")[1],
+		ssh.MarshalAuthorizedKey(hostSigner.PublicKey())))
+}
+
+func serveSSH(c net.Conn, cfg *ssh.ServerConfig) {
+	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		ch, requests, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer ch.Close()
+			for req := range requests {
+				if req.Type != "exec" {
+					req.Reply(false, nil)
+					continue
+				}
+				var payload struct{ Command string }
+				_ = ssh.Unmarshal(req.Payload, &payload)
+				prog, arg, _ := strings.Cut(payload.Command, " ")
+				req.Reply(true, nil)
+				cmd := exec.Command("git", strings.TrimPrefix(prog, "git-"), strings.Trim(arg, "'"))
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+				status := uint32(0)
+				if err := cmd.Run(); err != nil {
+					status = 1
+				}
+				b := make([]byte, 4)
+				binary.BigEndian.PutUint32(b, status)
+				ch.SendRequest("exit-status", false, b)
+				return
+			}
+		}()
+	}
+}
+
+func TestSSHRemoteWithKeyAndKnownHosts(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientPub, _ := ssh.NewPublicKey(pub)
+	addr, knownHosts := sshRemote(t, clientPub)
+	bare := remote(t)
+	url := "ssh://git@" + addr + bare
+
+	s, err := git.New(git.Config{URL: url, SSHKey: pem.EncodeToMemory(block), KnownHosts: knownHosts, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Export(context.Background(), snap(row(t, "a", "x:1"))); err != nil {
+		t.Fatalf("export over SSH: %v", err)
+	}
+	if got := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"); got != "README.md\ninventory/default/demo-inventory.json" {
+		t.Fatalf("files after an SSH push:\n%s", got)
+	}
+
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	otherSigner, _ := ssh.NewSignerFromKey(other)
+	wrongHosts := []byte(fmt.Sprintf("[127.0.0.1]:%s %s", strings.Split(addr, ":")[1], ssh.MarshalAuthorizedKey(otherSigner.PublicKey())))
+	if err := git.Probe(context.Background(), git.Config{URL: url, SSHKey: pem.EncodeToMemory(block), KnownHosts: wrongHosts}); err == nil ||
+		!strings.Contains(err.Error(), "not in known_hosts") {
+		t.Errorf("an unknown host key must be refused, got %v", err)
+	}
+	if _, err := git.New(git.Config{URL: url, SSHKey: pem.EncodeToMemory(block)}); err == nil || !strings.Contains(err.Error(), "known_hosts") {
+		t.Errorf("ssh without known_hosts must be refused with a clear message, got %v", err)
+	}
+}
