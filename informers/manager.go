@@ -45,8 +45,18 @@ type entry struct {
 	informer   cache.SharedIndexInformer
 	cancel     context.CancelFunc
 	subs       map[string]sub
+	view       atomic.Pointer[[]sub] // copy of subs read by event handlers without the lock
 	namespaced bool
 	count      atomic.Int64
+}
+
+// publish refreshes the lock-free view of the subscribers; call with m.mu.
+func (e *entry) publish() {
+	v := make([]sub, 0, len(e.subs))
+	for _, s := range e.subs {
+		v = append(v, s)
+	}
+	e.view.Store(&v)
 }
 
 type sub struct {
@@ -109,6 +119,7 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 		m.informers[gvr] = e
 	}
 	e.subs[id] = sub{s: s, namespace: namespace}
+	e.publish()
 	want := e.desiredNamespace()
 	var informer cache.SharedIndexInformer
 	if e.informer == nil || want != e.namespace {
@@ -135,6 +146,7 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 		return
 	}
 	delete(e.subs, id)
+	e.publish()
 	if len(e.subs) == 0 {
 		e.cancel()
 		delete(m.informers, gvr)
@@ -194,14 +206,10 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 	}
 	key, _ := cache.MetaNamespaceKeyFunc(u)
 	ev := Event{GVR: e.gvr, Key: key, Deleted: deleted, Object: u}
-	m.mu.Lock()
-	subs := make([]sub, 0, len(e.subs))
-	for _, s := range e.subs {
-		subs = append(subs, s)
-	}
-	m.mu.Unlock()
-	for _, s := range subs {
-		s.s.Notify(ev)
+	if subs := e.view.Load(); subs != nil {
+		for _, s := range *subs {
+			s.s.Notify(ev)
+		}
 	}
 	if delta != 0 {
 		m.metrics.objects(e.gvr, int(e.count.Add(delta)))

@@ -87,7 +87,6 @@ type actorState struct {
 	bindings  map[string]*binding
 	scheduled bool
 	dirty     bool
-	last      *rows.Snapshot
 	// buildCost is how long the last snapshot took; the batch window
 	// stretches to four times it, so building stays a bounded share of CPU.
 	buildCost time.Duration
@@ -200,7 +199,6 @@ func (a *actorState) export(ctx actor.Context) {
 	start := time.Now()
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
 	a.buildCost = time.Since(start)
-	a.last = snap
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap})
 	}

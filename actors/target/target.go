@@ -124,7 +124,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		// and subscribers; rows are rebuilt from the informer caches.
 		if cfg, subs := a.inbox.recall(); cfg != nil {
 			a.cfg, a.subs = cfg, subs
-			a.resync(ctx, "")
+			a.resync(ctx)
 		}
 		a.inbox.Bind(ctx.Self())
 	case *actor.Restarting:
@@ -133,7 +133,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *Configure:
 		a.cfg = msg.Config
 		a.inbox.remember(a.cfg, a.subs)
-		a.resync(ctx, "")
+		a.resync(ctx)
 	case wake:
 		evs, nss := a.inbox.drain()
 		if a.cfg == nil {
@@ -176,9 +176,9 @@ func (a *actorState) ref() messages.TargetRef {
 	return a.cfg.Ref
 }
 
-// resync evaluates every cached object again (namespace "" = all) and sends
-// the complete row set to subscribers.
-func (a *actorState) resync(ctx actor.Context, _ string) {
+// resync evaluates every cached object again and sends the complete row
+// set to subscribers.
+func (a *actorState) resync(ctx actor.Context) {
 	before := len(a.rows)
 	a.rows, a.failures = map[objKey]*rows.Row{}, map[objKey]string{}
 	for _, src := range a.cfg.Sources {

@@ -246,3 +246,23 @@ func manifestKey(snap *rows.Snapshot) (string, bool) {
 	}
 	return key, true
 }
+
+// ownedPrefix is the directory every item path starts with: the item
+// template with the sink- and inventory-wide placeholders filled in, up to
+// the first per-row placeholder. Empty when rows may land anywhere.
+func (l Layout) ownedPrefix(id rows.Identity) string {
+	tmpl := l.ItemPath
+	if tmpl == "" {
+		tmpl = "{cluster}/{sourceNamespace}/{kind}/{sourceName}{extension}"
+	}
+	fixed := strings.NewReplacer("{cluster}", l.segment(l.cluster()), "{namespace}", l.segment(id.Namespace),
+		"{name}", l.segment(id.Name), "{generation}", fmt.Sprint(id.Generation)).Replace(tmpl)
+	if i := strings.Index(fixed, "{"); i >= 0 {
+		fixed = fixed[:i]
+	}
+	i := strings.LastIndex(fixed, "/")
+	if i <= 0 {
+		return ""
+	}
+	return fixed[:i+1]
+}

@@ -155,7 +155,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	}
 	next := make(map[string]entry, len(flat)+len(files))
 	for p, e := range flat {
-		if !s.wroteBefore(p) {
+		if !s.wroteBefore(snap, p) {
 			next[p] = e
 		}
 	}
@@ -191,15 +191,22 @@ func (s *Sink) remember(commit plumbing.Hash, flat map[string]entry, written map
 	s.lastCommit, s.lastFlat, s.written = commit, flat, written
 }
 
-// wroteBefore reports whether path is a file this sink wrote last time (and
-// so is replaced or removed by this export).
-func (s *Sink) wroteBefore(p string) bool {
+// wroteBefore reports whether path is a file this sink wrote before (and
+// so is replaced or removed by this export). Until the sink has exported
+// once in this process it does not know, so it claims the files its layout
+// can produce: the document, or files with the layout's extension under the
+// item tree's fixed prefix. A row deleted while the operator was down thus
+// loses its file on the first export after a restart.
+func (s *Sink) wroteBefore(snap *rows.Snapshot, p string) bool {
 	if s.written != nil {
 		return s.written[p]
 	}
-	// After a restart: the document path, or files under the item tree's
-	// fixed prefix, are ours.
-	return false
+	l := s.cfg.Layout
+	if l.Mode != "perResource" {
+		return p == l.documentPath(snap.Inventory)
+	}
+	prefix := l.ownedPrefix(snap.Inventory)
+	return prefix != "" && strings.HasPrefix(p, prefix) && strings.HasSuffix(p, l.extension())
 }
 
 func (s *Sink) remoteRef() plumbing.ReferenceName {

@@ -213,3 +213,31 @@ func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
 		t.Fatalf("manifest file:\n%s", got)
 	}
 }
+
+// TestARestartedSinkStillRemovesFilesOfRowsDeletedMeanwhile: a fresh Sink
+// (as after an operator restart) must remove the file of a row that
+// disappeared while it was down, and leave foreign files alone.
+func TestARestartedSinkStillRemovesFilesOfRowsDeletedMeanwhile(t *testing.T) {
+	bare := remote(t)
+	cfg := git.Config{URL: "file://" + bare, Layout: git.Layout{Mode: "perResource", Content: "attributes",
+		ItemPath: "namespaces/{sourceNamespace}/{kind}/{sourceName}{extension}"}}
+	first, err := git.New(withMirror(cfg, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Export(context.Background(), snap(row(t, "a", "x:1"), row(t, "b", "x:1"))); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := git.New(withMirror(cfg, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.Export(context.Background(), snap(row(t, "a", "x:1"))); err != nil {
+		t.Fatal(err)
+	}
+	if files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"); files != "README.md\nnamespaces/demo/deployment/a.yaml" {
+		t.Fatalf("after a restart, files:\n%s", files)
+	}
+}
+
+func withMirror(c git.Config, dir string) git.Config { c.MirrorDir = dir; return c }
