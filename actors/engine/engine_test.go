@@ -234,6 +234,33 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 		t.Fatalf("want ErrNotServed for an uninstalled kind, got %v", err)
 	}
 
+	// A cluster-scoped kind is tested as if it lived in "default": a target
+	// restricted to other namespaces collects no Namespaces; one allowing
+	// "default" does.
+	nsGVK := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	nsEx, _ := extract.Compile([]extract.Attribute{{Name: "phase", Path: "$.status.phase"}}, nil)
+	for _, tc := range []struct {
+		name    string
+		include map[string]bool
+		want    bool
+	}{{"ns-elsewhere", map[string]bool{"demo": true}, false}, {"ns-default", map[string]bool{"default": true}, true}} {
+		ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "elsewhere", Name: tc.name}
+		if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: ref, Generation: 1, ProfileGVK: nsGVK, Extractor: nsEx,
+			Selection: &selection.Target{Included: tc.include}}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "cluster-scoped target "+tc.name+" reports", func() error {
+			rep.mu.Lock()
+			defer rep.mu.Unlock()
+			r, ok := rep.targets[ref]
+			if !ok || (r.Count > 0) != tc.want {
+				return fmt.Errorf("report %+v (want rows: %v)", r, tc.want)
+			}
+			return nil
+		})
+		eng.RemoveTarget(ref)
+	}
+
 	rep.mu.Lock()
 	got := rep.targets[shop].Count
 	inv := rep.invs["default/demo-inventory"]

@@ -273,12 +273,15 @@ func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.
 		key = obj.GetNamespace() + "/" + key
 	}
 	k := objKey{src.GVR, key}
-	var nsInfo *selection.Namespace
-	if ns := obj.GetNamespace(); ns != "" {
-		nsInfo = &selection.Namespace{Name: ns}
-		if nsObj := a.ns.Namespace(ns); nsObj != nil {
-			nsInfo.Labels, nsInfo.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
-		}
+	// Cluster-scoped objects are tested as if they lived in "default"
+	// (SEMANTICS §2.2); their rows keep an empty namespace.
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = "default"
+	}
+	nsInfo := &selection.Namespace{Name: ns}
+	if nsObj := a.ns.Namespace(ns); nsObj != nil {
+		nsInfo.Labels, nsInfo.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
 	}
 	if !a.cfg.Selection.Matches(src.GVK, obj.GetName(), obj.GetLabels(), nsInfo, obj.Object) {
 		delete(a.rows, k)

@@ -56,8 +56,9 @@ func (t *Target) NamespaceMatches(ns Namespace) bool {
 	return t.NamespaceSelector == nil || t.NamespaceSelector.Matches(set)
 }
 
-// Matches decides whether the object is collected. ns is nil for
-// cluster-scoped objects.
+// Matches decides whether the object is collected. ns describes the
+// object's namespace ("default" for cluster-scoped objects); nil skips the
+// namespace tests.
 func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels map[string]string, ns *Namespace, obj map[string]any) bool {
 	if ns != nil && !t.NamespaceMatches(*ns) {
 		return false
