@@ -69,17 +69,7 @@ func apply(t *testing.T, docs string) {
 
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, what, check)
 }
 
 func git(dir string, args ...string) (string, error) {

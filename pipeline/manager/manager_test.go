@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +22,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -80,7 +69,7 @@ func TestManagerServesProbesAndMetricsAndTakesTheLease(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- manager.Run(ctx, env.Config, o) }()
 
-	waitFor(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, "manager endpoints", func() error {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			code, _, err := get("http://" + probes + path)
 			if err != nil || code != http.StatusOK {
@@ -89,7 +78,7 @@ func TestManagerServesProbesAndMetricsAndTakesTheLease(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, "manager endpoints", func() error {
 		code, body, err := get("http://" + metrics + "/metrics")
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("/metrics: %d %v", code, err)
@@ -99,7 +88,7 @@ func TestManagerServesProbesAndMetricsAndTakesTheLease(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, "manager endpoints", func() error {
 		var lease coordinationv1.Lease
 		key := types.NamespacedName{Namespace: "kollect-system", Name: manager.LeaderElectionID}
 		if err := env.Client.Get(context.Background(), key, &lease); err != nil {
@@ -166,20 +155,5 @@ func TestDefaultsMatchTheDocumentedPorts(t *testing.T) {
 	}
 	if o.MaxExportBytes != manager.DefaultMaxExportBytes {
 		t.Errorf("want --max-export-bytes %d, got %d", manager.DefaultMaxExportBytes, o.MaxExportBytes)
-	}
-}
-
-func waitFor(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
