@@ -15,6 +15,7 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/collect"
 	"kollect.dev/kollect/pipeline/extract"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/selection"
@@ -130,8 +131,9 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 		}
 	}
 	e.system.Root.Send(ent.pid, &target.Configure{Config: &target.Config{
-		Ref: spec.Ref, ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor,
-		Sources: sources, Generation: spec.Generation, PerNamespace: spec.PerNamespace,
+		Ref: spec.Ref, Sources: sources, Generation: spec.Generation,
+		Evaluator: &collect.Evaluator{TargetNamespace: spec.Ref.Namespace, TargetName: spec.Ref.Name, PerNamespace: spec.PerNamespace,
+			ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor},
 	}})
 	e.relink()
 	return nil

@@ -14,6 +14,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/collect"
 	"kollect.dev/kollect/pipeline/extract"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/selection"
@@ -84,8 +85,8 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	inbox := target.NewInbox(sys.Root)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
-	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, ProfileGVK: gvk, Selection: &selection.Target{},
-		Extractor: ex, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}}}})
+	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
 		Targets: []*actor.PID{tgt}, BatchWindow: time.Millisecond}})
 

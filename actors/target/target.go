@@ -10,9 +10,8 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/collect"
 	"kollect.dev/kollect/pipeline/rows"
-	"kollect.dev/kollect/pipeline/selection"
 )
 
 // Source is one GVR the target reads, with its cached objects.
@@ -26,14 +25,9 @@ type Source struct {
 // profile generation.
 type Config struct {
 	Ref        messages.TargetRef
-	ProfileGVK schema.GroupVersionKind
-	Selection  *selection.Target
-	Extractor  *extract.Extractor
+	Evaluator  *collect.Evaluator
 	Sources    []Source
 	Generation int64
-	// PerNamespace makes each row's targetNamespace the object's namespace
-	// (cluster targets); otherwise it is the target's own.
-	PerNamespace bool
 }
 
 // Configure replaces the target's configuration; every cached object is
@@ -273,49 +267,19 @@ func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.
 		key = obj.GetNamespace() + "/" + key
 	}
 	k := objKey{src.GVR, key}
-	// Cluster-scoped objects are tested as if they lived in "default"
-	// (SEMANTICS §2.2); their rows keep an empty namespace.
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = "default"
-	}
-	nsInfo := &selection.Namespace{Name: ns}
-	if nsObj := a.ns.Namespace(ns); nsObj != nil {
-		nsInfo.Labels, nsInfo.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
-	}
-	if !a.cfg.Selection.Matches(src.GVK, obj.GetName(), obj.GetLabels(), nsInfo, obj.Object) {
-		delete(a.rows, k)
-		delete(a.failures, k)
-		return nil
-	}
-	attrs, err := a.cfg.Extractor.Extract(obj.Object)
-	if err != nil {
+	row, err := a.cfg.Evaluator.Row(src.GVK, obj, a.ns.Namespace)
+	switch {
+	case err != nil:
 		delete(a.rows, k)
 		a.failures[k] = err.Error()
 		a.lastErr = fmt.Sprintf("%s: %v", key, err)
 		return nil
-	}
-	delete(a.failures, k)
-	gvk := a.cfg.ProfileGVK
-	if len(a.cfg.Selection.Rules) > 0 {
-		gvk = src.GVK
-	}
-	targetNS := a.cfg.Ref.Namespace
-	if a.cfg.PerNamespace {
-		targetNS = obj.GetNamespace()
-	}
-	row, err := rows.New(rows.Row{
-		TargetNamespace: targetNS, TargetName: a.cfg.Ref.Name,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-		UID: string(obj.GetUID()), Attributes: attrs,
-	})
-	if err != nil {
+	case row == nil:
 		delete(a.rows, k)
-		a.failures[k] = err.Error()
-		a.lastErr = err.Error()
+		delete(a.failures, k)
 		return nil
 	}
+	delete(a.failures, k)
 	a.rows[k] = row
 	return row
 }
