@@ -1,10 +1,12 @@
 // Command kollect is the Kollect operator and its command-line tools.
 //
 //	kollect manager   run the operator
+//	kollect collect   collect once with a kubeconfig and print the rows
 //	kollect version   print the version
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -12,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"kollect.dev/kollect/pipeline/cli"
 	"kollect.dev/kollect/pipeline/manager"
 )
 
@@ -21,7 +24,11 @@ var version = "dev"
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kollect:", err)
-		os.Exit(1)
+		var exit *cli.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.Code)
+		}
+		os.Exit(2)
 	}
 }
 
@@ -32,7 +39,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), newVersionCommand())
 	return root
 }
 

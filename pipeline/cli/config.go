@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+)
+
+// Config is what the -f files declare.
+type Config struct {
+	Profiles []kollectv1alpha1.KollectProfile
+	Targets  []kollectv1alpha1.KollectTarget
+	Skipped  []string // other kinds, reported as warnings
+}
+
+// Load reads YAML or JSON files, or every *.yaml/*.yml/*.json directly in
+// a folder.
+func Load(paths []string) (*Config, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no files: pass -f FILE or -f DIR")
+	}
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	cfg := &Config{}
+	for _, f := range files {
+		if err := cfg.read(f); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+func (c *Config) read(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 0; ; i++ {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: document %d: %w", file, i+1, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s: %s %q", file, u.GetKind(), u.GetName())
+		if !strings.HasPrefix(u.GetAPIVersion(), "kollect.dev/") {
+			c.Skipped = append(c.Skipped, where)
+			continue
+		}
+		if u.GetNamespace() == "" {
+			u.SetNamespace("default")
+		}
+		raw, _ := json.Marshal(u.Object)
+		switch u.GetKind() {
+		case "KollectProfile":
+			var p kollectv1alpha1.KollectProfile
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			c.Profiles = append(c.Profiles, p)
+		case "KollectTarget":
+			var t kollectv1alpha1.KollectTarget
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			c.Targets = append(c.Targets, t)
+		default:
+			c.Skipped = append(c.Skipped, where)
+		}
+	}
+}
+
+// Profile finds a target's profile: same namespace first, then by name.
+func (c *Config) Profile(t *kollectv1alpha1.KollectTarget) *kollectv1alpha1.KollectProfile {
+	var byName *kollectv1alpha1.KollectProfile
+	for i := range c.Profiles {
+		p := &c.Profiles[i]
+		if p.Name != t.Spec.ProfileRef {
+			continue
+		}
+		if p.Namespace == t.Namespace {
+			return p
+		}
+		byName = p
+	}
+	return byName
+}
