@@ -2,21 +2,17 @@ package informers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -27,8 +23,8 @@ type Store interface {
 
 // Manager runs the shared informers.
 type Manager struct {
+	*Resolver
 	dyn      dynamic.Interface
-	mapper   *restmapper.DeferredDiscoveryRESTMapper
 	resync   time.Duration
 	syncWait time.Duration
 	metrics  *Metrics
@@ -69,35 +65,14 @@ type sub struct {
 // listed degrades its targets instead of hanging.
 func New(dyn dynamic.Interface, disco discovery.DiscoveryInterface, resync, syncWait time.Duration, metrics *Metrics) *Manager {
 	return &Manager{
+		Resolver:  NewResolver(disco),
 		dyn:       dyn,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 		resync:    resync,
 		syncWait:  syncWait,
 		metrics:   metrics,
 		informers: map[schema.GroupVersionResource]*entry{},
 		nsSubs:    map[string]NamespaceSubscriber{},
 	}
-}
-
-// ErrNotServed means the API server does not serve the kind (its CRD is
-// not installed).
-var ErrNotServed = errors.New("kind is not served by the API server")
-
-// Resolve maps a kind to its resource through discovery. A miss refreshes
-// discovery once, so a CRD installed later is found.
-func (m *Manager) Resolve(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
-	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		m.mapper.Reset()
-		mapping, err = m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return schema.GroupVersionResource{}, false, fmt.Errorf("%s: %w", gvk, ErrNotServed)
-		}
-		return schema.GroupVersionResource{}, false, fmt.Errorf("resolve %s: %w", gvk, err)
-	}
-	return mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
 // Acquire subscribes id to the objects of gvk. namespace narrows what the

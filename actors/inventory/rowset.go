@@ -80,7 +80,7 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 	best := map[obj]*rows.Row{}
 	for _, r := range s.rows {
 		k := obj{r.Namespace, r.UID}
-		if b, ok := best[k]; !ok || r.SortKey() < b.SortKey() {
+		if b, ok := best[k]; !ok || rows.Compare(r, b) < 0 {
 			best[k] = r
 		}
 	}

@@ -11,18 +11,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/collect"
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/rows"
@@ -128,7 +126,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 	if _, err := disco.ServerVersion(); err != nil {
 		return fatal("cannot reach the cluster of context %q: %v", contextName, err)
 	}
-	c := &collector{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), stderr: stderr, namespace: o.namespace}
+	c := &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: stderr, namespace: o.namespace}
 	if err := c.loadNamespaces(ctx); err != nil {
 		return fatal("%v", err)
 	}
@@ -159,7 +157,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 
 type collector struct {
 	dyn        dynamic.Interface
-	mapper     meta.RESTMapper
+	resolver   *informers.Resolver
 	stderr     io.Writer
 	namespace  string
 	namespaces map[string]*unstructured.Unstructured
@@ -191,19 +189,19 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	var out []*rows.Row
 	failures := 0
 	for _, gvk := range compiled.Selection.GVKs(compiled.GVK) {
-		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		gvr, namespaced, err := c.resolver.Resolve(gvk)
 		if err != nil {
-			return nil, fmt.Errorf("kind %s is not served by this cluster: %w", gvk, err)
+			return nil, err
 		}
-		res := c.dyn.Resource(mapping.Resource)
+		res := c.dyn.Resource(gvr)
 		var list *unstructured.UnstructuredList
-		if c.namespace != "" && mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if c.namespace != "" && namespaced {
 			list, err = res.Namespace(c.namespace).List(ctx, metav1.ListOptions{})
 		} else {
 			list, err = res.List(ctx, metav1.ListOptions{})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", mapping.Resource.Resource, err)
+			return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
 		}
 		for i := range list.Items {
 			row, err := ev.Row(gvk, &list.Items[i], func(n string) *unstructured.Unstructured { return c.namespaces[n] })
@@ -216,7 +214,7 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 				out = append(out, row)
 			}
 		}
-		fmt.Fprintf(c.stderr, "collected %d of %d %s for %s/%s\n", len(out), len(list.Items), mapping.Resource.Resource, t.Namespace, t.Name)
+		fmt.Fprintf(c.stderr, "collected %d of %d %s for %s/%s\n", len(out), len(list.Items), gvr.Resource, t.Namespace, t.Name)
 	}
 	snap := rows.NewSnapshot(rows.Identity{Namespace: t.Namespace, Name: t.Name}, out, time.Now())
 	return &record{Context: contextName, TargetNamespace: t.Namespace, TargetName: t.Name,

@@ -92,7 +92,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up cluster target controller: %w", err)
 	}
 	cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
-		Namespaces: inf, Metrics: cm, Resync: resync}
+		Metrics: cm, Resync: resync}
 	if err := cir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster inventory controller: %w", err)
 	}

@@ -22,7 +22,6 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
-	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/status"
 )
@@ -38,12 +37,11 @@ const (
 
 // Reconciler reconciles KollectClusterInventories.
 type Reconciler struct {
-	Client     client.Client
-	Engine     inventory.Engine
-	Status     inventory.StatusWriter
-	Resolver   *inventory.Resolver
-	Namespaces target.Namespaces
-	Metrics    *controllers.Metrics
+	Client   client.Client
+	Engine   inventory.Engine
+	Status   inventory.StatusWriter
+	Resolver *inventory.Resolver
+	Metrics  *controllers.Metrics
 	// Resync re-evaluates namespace labels and target lists periodically.
 	Resync time.Duration
 }
@@ -54,11 +52,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(r.all)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectclusterinventory").
-		For(&kollectv1alpha1.KollectClusterInventory{}).
-		Watches(&kollectv1alpha1.KollectClusterTarget{}, all).
-		Watches(&kollectv1alpha1.KollectSnapshotSink{}, all).
-		Watches(&kollectv1alpha1.KollectDatabaseSink{}, all).
-		Watches(&kollectv1alpha1.KollectEventSink{}, all).
+		For(&kollectv1alpha1.KollectClusterInventory{}, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectClusterTarget{}, all, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectSnapshotSink{}, all, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectDatabaseSink{}, all, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectEventSink{}, all, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
 }
@@ -112,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(targets) == 0 {
 		return degrade(ReasonNoTargets, "no KollectClusterTarget matches spec.targetRefs or spec.targetSelector")
 	}
-	namespaces, err := r.namespaces(&ci)
+	namespaces, err := r.namespaces(ctx, &ci)
 	if err != nil {
 		return degrade("InvalidNamespaceSelector", err.Error())
 	}
@@ -175,8 +173,10 @@ func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClu
 }
 
 // namespaces is spec.namespaces (when set) intersected with the namespaces
-// whose labels match namespaceSelector.
-func (r *Reconciler) namespaces(ci *kollectv1alpha1.KollectClusterInventory) (map[string]bool, error) {
+// whose labels match namespaceSelector. It reads the manager's cache, the
+// same one whose namespace events trigger this reconcile, so a label change
+// is never judged on older data.
+func (r *Reconciler) namespaces(ctx context.Context, ci *kollectv1alpha1.KollectClusterInventory) (map[string]bool, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ci.Spec.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
@@ -185,13 +185,16 @@ func (r *Reconciler) namespaces(ci *kollectv1alpha1.KollectClusterInventory) (ma
 	for _, n := range ci.Spec.Namespaces {
 		explicit[n] = true
 	}
+	var list corev1.NamespaceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
 	out := map[string]bool{}
-	for _, name := range r.Namespaces.NamespaceNames() {
-		ns := r.Namespaces.Namespace(name)
-		if ns == nil || (len(explicit) > 0 && !explicit[name]) || !sel.Matches(labels.Set(ns.GetLabels())) {
+	for _, ns := range list.Items {
+		if (len(explicit) > 0 && !explicit[ns.Name]) || !sel.Matches(labels.Set(ns.Labels)) {
 			continue
 		}
-		out[name] = true
+		out[ns.Name] = true
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,7 +47,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applied = map[string]string{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectclustertarget").
-		For(&kollectv1alpha1.KollectClusterTarget{}).
+		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))
 }

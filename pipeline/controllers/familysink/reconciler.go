@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -52,7 +53,7 @@ func SetupDatabaseSinks(mgr ctrl.Manager, m *controllers.Metrics) error {
 		o := &databaseSink{}
 		return &o.KollectDatabaseSink, func() sinkObject { return o }
 	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}).Complete(m.Instrument(r.name, r))
+	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).Complete(m.Instrument(r.name, r))
 }
 
 // SetupEventSinks registers the KollectEventSink reconciler.
@@ -61,7 +62,7 @@ func SetupEventSinks(mgr ctrl.Manager, m *controllers.Metrics) error {
 		o := &eventSink{}
 		return &o.KollectEventSink, func() sinkObject { return o }
 	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}).Complete(m.Instrument(r.name, r))
+	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).Complete(m.Instrument(r.name, r))
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -60,10 +61,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toInventories := handler.EnqueueRequestsFromMapFunc(r.inventoriesIn)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectinventory").
-		For(&kollectv1alpha1.KollectInventory{}).
-		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories).
-		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories).
-		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories).
+		For(&kollectv1alpha1.KollectInventory{}, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -45,7 +46,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectsnapshotsink").
-		For(&kollectv1alpha1.KollectSnapshotSink{}).
+		For(&kollectv1alpha1.KollectSnapshotSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
 		Complete(r.Metrics.Instrument("kollectsnapshotsink", r))
 }
 
