@@ -17,6 +17,9 @@ type Metrics struct {
 	exportDur *prometheus.HistogramVec
 	exportB   *prometheus.CounterVec
 	sinkErrs  *prometheus.CounterVec
+	written   *prometheus.CounterVec
+	lastOK    *prometheus.GaugeVec
+	failures  *prometheus.GaugeVec
 	items     prometheus.Gauge
 }
 
@@ -40,10 +43,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes the backends acknowledged."}, []string{"sink_type"}),
 		sinkErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_errors_total",
 			Help: "Export failures by class."}, []string{"reason"}),
+		written: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_written_total",
+			Help: "Rows (database sinks), messages (event sinks) or files (snapshot sinks) a binding's backend acknowledged writing."},
+			[]string{"inventory", "binding", "sink_type"}),
+		lastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_sink_last_success_timestamp_seconds",
+			Help: "Unix time of a binding's last acknowledged export."}, []string{"inventory", "binding"}),
+		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_sink_consecutive_failures",
+			Help: "Failed exports of a binding since its last success."}, []string{"inventory", "binding"}),
 		items: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kollect_collect_items_total",
 			Help: "Rows held by all targets."}),
 	}
-	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs, m.items)
+	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
+		m.written, m.lastOK, m.failures, m.items)
 	return m
 }
 
@@ -78,10 +89,26 @@ func (m *Metrics) Circuit(inventory, binding string, state float64) {
 	}
 }
 
-// ForgetCircuit drops a removed binding's breaker series.
-func (m *Metrics) ForgetCircuit(inventory, binding string) {
+// ForgetBinding drops a removed binding's series.
+func (m *Metrics) ForgetBinding(inventory, binding string) {
 	if m != nil {
 		m.circuit.DeleteLabelValues(inventory, binding)
+		m.lastOK.DeleteLabelValues(inventory, binding)
+		m.failures.DeleteLabelValues(inventory, binding)
+		m.written.DeletePartialMatch(prometheus.Labels{"inventory": inventory, "binding": binding})
+	}
+}
+
+// Outcome records a binding's export outcome: what was written on success
+// (at is the acknowledgement time) and the consecutive failures so far.
+func (m *Metrics) Outcome(inventory, binding, sinkType string, written int, at int64, failures int) {
+	if m == nil {
+		return
+	}
+	m.failures.WithLabelValues(inventory, binding).Set(float64(failures))
+	if failures == 0 {
+		m.written.WithLabelValues(inventory, binding, sinkType).Add(float64(written))
+		m.lastOK.WithLabelValues(inventory, binding).Set(float64(at))
 	}
 }
 

@@ -10,9 +10,17 @@ import (
 // Ack is what a backend confirms it holds after an export.
 type Ack struct {
 	Rows     int    // rows the backend now holds for the inventory
+	Written  int    // rows (or messages) the backend wrote in this export
 	Bytes    int64  // bytes written
 	Changed  bool   // false when the backend already held this content
 	Revision string // backend-specific: a commit hash, a version
+}
+
+// Backend is what a binding exports to. It receives the delta between the
+// snapshot it last acknowledged and the new one; on success it holds (or,
+// for event streams, has published) exactly d.Next.
+type Backend interface {
+	Export(ctx context.Context, d *rows.Delta) (Ack, error)
 }
 
 // Snapshot is a backend that stores an inventory's whole current state
@@ -20,6 +28,16 @@ type Ack struct {
 type Snapshot interface {
 	// Export makes the backend hold exactly snap, atomically.
 	Export(ctx context.Context, snap *rows.Snapshot) (Ack, error)
+}
+
+// Whole adapts a Snapshot backend: it always receives the whole new
+// snapshot.
+func Whole(s Snapshot) Backend { return whole{s} }
+
+type whole struct{ s Snapshot }
+
+func (w whole) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
+	return w.s.Export(ctx, d.Next)
 }
 
 // ErrPermanent marks errors that retrying cannot fix (bad credentials, a

@@ -30,6 +30,7 @@ import (
 	"kollect.dev/kollect/pipeline/extract"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/selection"
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/pipeline/testenv"
 	"kollect.dev/kollect/sinks/git"
 )
@@ -137,7 +138,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:default/demo-inventory", Kind: "KollectInventory", ID: rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
-		Bindings: []sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", Backend: backend}}})
+		Bindings: []sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(backend)}}})
 
 	files := func() (string, error) { return gitOut(t, bare, "ls-tree", "-r", "--name-only", "main") }
 	wantFiles := func(want ...string) func() error {

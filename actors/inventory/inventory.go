@@ -40,10 +40,14 @@ type BindingReport struct {
 	LastExport   time.Time
 	LastChecksum string
 	Exported     int
-	Err          string
-	Permanent    bool
-	Circuit      sink.Circuit
-	Failures     int
+	// Written and Bytes are what the last acknowledged export wrote: rows,
+	// messages or files, and their bytes.
+	Written   int
+	Bytes     int64
+	Err       string
+	Permanent bool
+	Circuit   sink.Circuit
+	Failures  int
 }
 
 // Report is the inventory's observed state.
@@ -216,6 +220,7 @@ func (a *actorState) result(r *sink.Result) {
 	} else {
 		b.report.Err, b.report.Permanent = "", false
 		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
+		b.report.Written, b.report.Bytes = r.Ack.Written, r.Ack.Bytes
 	}
 	a.sendReport()
 }

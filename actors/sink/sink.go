@@ -39,7 +39,7 @@ type Config struct {
 	Inventory string // namespace/name, for metrics
 	Key       string // <family>/<sink name>
 	Type      string // backend type, for metrics
-	Backend   sinks.Snapshot
+	Backend   sinks.Backend
 	// Interval re-exports an unchanged snapshot once it has elapsed (0:
 	// never).
 	Interval time.Duration
@@ -131,7 +131,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.stopInflight()
 	case *actor.Stopping:
 		a.stopInflight()
-		a.metrics.ForgetCircuit(a.cfg.Inventory, a.cfg.Key)
+		a.metrics.ForgetBinding(a.cfg.Inventory, a.cfg.Key)
 		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
 	case *Offer:
 		a.slot.Latest = msg.Snapshot
@@ -189,11 +189,11 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	a.inflight = true
 	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 	a.cancel = cancel
-	self, root, backend := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend
+	self, root, backend, acked := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.slot.Acked
 	go func() {
 		defer cancel()
 		start := time.Now()
-		ack, err := safeExport(exportCtx, backend, snap)
+		ack, err := safeExport(exportCtx, backend, rows.Diff(acked, snap))
 		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
 	}()
 }
@@ -209,6 +209,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.failures = 0
 		a.setCircuit(Closed)
 		a.slot.Acked, a.slot.AckedAt = d.snap, a.debounce.Now()
+		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
 	} else {
 		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
 		class := "transient"
@@ -220,6 +221,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		if a.failures >= a.cfg.OpenAfter || a.circuit == HalfOpen {
 			a.setCircuit(Open)
 		}
+		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.failures)
 		res.RetryAfter = a.backoff()
 		a.waiting = true
 		self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -243,11 +245,11 @@ func (a *actorState) backoff() time.Duration {
 
 // safeExport turns a backend panic into an export error: a bug in one
 // backend must not take the operator down.
-func safeExport(ctx context.Context, b sinks.Snapshot, snap *rows.Snapshot) (ack sinks.Ack, err error) {
+func safeExport(ctx context.Context, b sinks.Backend, d *rows.Delta) (ack sinks.Ack, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("sink backend panicked: %v", p)
 		}
 	}()
-	return b.Export(ctx, snap)
+	return b.Export(ctx, d)
 }

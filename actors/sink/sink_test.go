@@ -89,7 +89,7 @@ func next(t *testing.T, ch chan *sink.Result) *sink.Result {
 
 func TestOutageOpensTheCircuitAndRecoveryCatchesUp(t *testing.T) {
 	be := &flakyBackend{down: true}
-	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be,
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be),
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond, OpenAfter: 2})
 	snap := snapshot(t, "a", "b")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
@@ -125,7 +125,7 @@ func TestOutageOpensTheCircuitAndRecoveryCatchesUp(t *testing.T) {
 
 func TestNewestSnapshotReplacesUnsentOnesAndDuplicatesAreSkipped(t *testing.T) {
 	be := &flakyBackend{gate: make(chan struct{})}
-	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be})
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be)})
 	first, second, third := snapshot(t, "a"), snapshot(t, "a", "b"), snapshot(t, "a", "b", "c")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: first})
 	sys.Root.Send(pid, &sink.Offer{Snapshot: second}) // first is in flight
@@ -146,7 +146,7 @@ func TestNewestSnapshotReplacesUnsentOnesAndDuplicatesAreSkipped(t *testing.T) {
 
 func TestUnchangedSnapshotIsReExportedOnlyAfterTheInterval(t *testing.T) {
 	be := &flakyBackend{}
-	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be, Interval: 300 * time.Millisecond})
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be), Interval: 300 * time.Millisecond})
 	snap := snapshot(t, "a")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
 	first := next(t, results)
@@ -176,7 +176,7 @@ func (p *panickyBackend) Export(ctx context.Context, snap *rows.Snapshot) (sinks
 
 func TestABackendPanicIsAnErrorAndTheBindingRecovers(t *testing.T) {
 	be := &panickyBackend{}
-	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: be, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be), BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a")})
 	r := next(t, results)
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "panicked: boom") {

@@ -80,6 +80,18 @@ type InventorySinkExportStatus struct {
 	// export.
 	// +optional
 	ExportedCount *int64 `json:"exportedCount,omitempty"`
+	// lastWrittenCount is what that export wrote: rows inserted, updated or
+	// deleted (database sinks), messages published (event sinks), files
+	// changed (snapshot sinks). 0 when the sink already held the content.
+	// +optional
+	LastWrittenCount *int64 `json:"lastWrittenCount,omitempty"`
+	// lastExportBytes is the number of bytes that export sent.
+	// +optional
+	LastExportBytes *int64 `json:"lastExportBytes,omitempty"`
+	// consecutiveFailures counts failed exports since the last acknowledged
+	// one; the circuit opens after three.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
 	// circuit is the state of the binding's circuit breaker: Closed, Open or
 	// HalfOpen.
 	// +optional

@@ -335,6 +335,16 @@ func (in *InventorySinkExportStatus) DeepCopyInto(out *InventorySinkExportStatus
 		*out = new(int64)
 		**out = **in
 	}
+	if in.LastWrittenCount != nil {
+		in, out := &in.LastWrittenCount, &out.LastWrittenCount
+		*out = new(int64)
+		**out = **in
+	}
+	if in.LastExportBytes != nil {
+		in, out := &in.LastExportBytes, &out.LastExportBytes
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -2,15 +2,12 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 )
 
 // Begin is the common start of a reconcile: it loads obj, and when the
@@ -38,24 +35,4 @@ func Begin(ctx context.Context, c client.Client, key types.NamespacedName, obj c
 		}
 	}
 	return false, nil
-}
-
-// ReadSecret returns the data and resourceVersion of the Secret ref names;
-// its namespace defaults to defaultNamespace. A nil ref gives no data.
-func ReadSecret(ctx context.Context, c client.Client, ref *kollectv1alpha1.SecretReference, defaultNamespace string) (map[string][]byte, string, error) {
-	if ref == nil {
-		return nil, "", nil
-	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = defaultNamespace
-	}
-	var sec corev1.Secret
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("credentials Secret %s/%s not found", ns, ref.Name)
-		}
-		return nil, "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
-	}
-	return sec.Data, sec.ResourceVersion, nil
 }

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	mgr, err := env.StartManager()
+	mgr, err := env.StartManager("--dev-allow-loopback-sinks")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

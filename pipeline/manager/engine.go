@@ -13,8 +13,8 @@ import (
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/engine"
-	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/backends"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/clusterinventory"
 	"kollect.dev/kollect/pipeline/controllers/clustertarget"
@@ -24,8 +24,6 @@ import (
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/status"
-	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/git"
 )
 
 // engineRunnable runs the collection engine while this replica leads.
@@ -78,9 +76,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
 	policy := endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}
-	registry := inventory.Registry{Snapshot: map[string]inventory.SnapshotFactory{"git": gitFactory(policy)}}
+	registry := backends.Default(policy)
 	resolver := &inventory.Resolver{Client: mgr.GetClient(),
-		Backends: &inventory.Backends{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
+		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
 		Resolver: resolver}
 	if err := ir.SetupWithManager(mgr); err != nil {
@@ -96,10 +94,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := cir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster inventory controller: %w", err)
 	}
-	if err := familysink.SetupDatabaseSinks(mgr, cm); err != nil {
+	if err := familysink.SetupDatabaseSinks(mgr, registry, cm); err != nil {
 		return fmt.Errorf("set up database sink controller: %w", err)
 	}
-	if err := familysink.SetupEventSinks(mgr, cm); err != nil {
+	if err := familysink.SetupEventSinks(mgr, registry, cm); err != nil {
 		return fmt.Errorf("set up event sink controller: %w", err)
 	}
 	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute}
@@ -107,26 +105,4 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up snapshot sink controller: %w", err)
 	}
 	return nil
-}
-
-// gitFactory builds Git backends after checking the endpoint.
-func gitFactory(policy endpoint.Policy) inventory.SnapshotFactory {
-	return func(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, dir string) (sinks.Snapshot, error) {
-		url, _, err := git.Endpoint(&s.Spec)
-		if err != nil {
-			return nil, err
-		}
-		if err := policy.CheckURL(ctx, url, "https", "http", "ssh", "file"); err != nil {
-			return nil, err
-		}
-		cfg, err := git.FromSpec(s.Name, &s.Spec, secret, dir)
-		if err != nil {
-			return nil, err
-		}
-		sk, err := git.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return sk, nil
-	}
 }

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,14 +115,15 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	s.SinkExports = nil
 	exported, failed, pending, terminal := 0, 0, 0, 0
 	var minCount *int64
-	var lastMsg string
+	var failures []string
 	for _, b := range rep.Bindings {
 		e := prev[b.Key]
-		e.Name, e.Circuit = b.Key, string(b.Circuit)
+		e.Name, e.Circuit, e.ConsecutiveFailures = b.Key, string(b.Circuit), int32(b.Failures)
 		if !b.LastExport.IsZero() {
 			t := metav1.NewTime(b.LastExport)
-			n := int64(b.Exported)
+			n, w, by := int64(b.Exported), int64(b.Written), b.Bytes
 			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
+			e.LastWrittenCount, e.LastExportBytes = &w, &by
 			if minCount == nil || n < *minCount {
 				minCount = &n
 			}
@@ -135,7 +137,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			if b.Permanent {
 				terminal++
 			}
-			lastMsg = fmt.Sprintf("%s: %s", b.Key, b.Err)
+			failures = append(failures, fmt.Sprintf("%s: %s", b.Key, b.Err))
 			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonExportFailed, b.Err, gen)
 		case b.LastExport.IsZero():
 			pending++
@@ -148,6 +150,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	}
 	s.ExportedCount = minCount
 	total := len(rep.Bindings)
+	lastMsg := strings.Join(failures, "; ")
 	switch {
 	case total == 0:
 		setCondition(&s.Conditions, TypeSynced, metav1.ConditionTrue, ReasonNoExport, "no family sink refs configured", gen)

@@ -168,10 +168,11 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: bytes}
+	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: bytes, Written: changedFiles(flat, next)}
 	if base != plumbing.ZeroHash {
 		if c, err := s.repo.CommitObject(base); err == nil && c.TreeHash == root {
 			s.remember(base, next, written)
+			ack.Written = 0
 			return ack, nil // the remote already holds this content
 		}
 	}
@@ -185,6 +186,23 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	s.remember(commit, next, written)
 	ack.Changed, ack.Revision = true, commit.String()
 	return ack, nil
+}
+
+// changedFiles counts the files added, changed or removed between two
+// trees.
+func changedFiles(before, after map[string]entry) int {
+	n := 0
+	for p, e := range after {
+		if b, ok := before[p]; !ok || b.hash != e.hash {
+			n++
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Sink) remember(commit plumbing.Hash, flat map[string]entry, written map[string]bool) {

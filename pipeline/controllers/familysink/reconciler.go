@@ -2,8 +2,8 @@ package familysink
 
 import (
 	"context"
-	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,17 +39,25 @@ func (e *eventSink) common() (string, *kollectv1alpha1.SinkCommonFields, *kollec
 	return e.Spec.Type, &e.Spec.SinkCommonFields, &e.Status
 }
 
+// Prober tests a sink's connection.
+type Prober interface {
+	Probe(ctx context.Context, c client.Reader, sink client.Object) (msg, reason string, err error)
+}
+
 // Reconciler reconciles one family sink kind.
 type Reconciler struct {
 	Client  client.Client
+	Prober  Prober
 	Metrics *controllers.Metrics
-	name    string
-	newObj  func() (client.Object, func() sinkObject)
+	// RetryAfter is the delay before a failed probe is tried again.
+	RetryAfter time.Duration
+	name       string
+	newObj     func() (client.Object, func() sinkObject)
 }
 
 // SetupDatabaseSinks registers the KollectDatabaseSink reconciler.
-func SetupDatabaseSinks(mgr ctrl.Manager, m *controllers.Metrics) error {
-	r := &Reconciler{Client: mgr.GetClient(), Metrics: m, name: "kollectdatabasesink", newObj: func() (client.Object, func() sinkObject) {
+func SetupDatabaseSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics) error {
+	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, name: "kollectdatabasesink", newObj: func() (client.Object, func() sinkObject) {
 		o := &databaseSink{}
 		return &o.KollectDatabaseSink, func() sinkObject { return o }
 	}}
@@ -57,8 +65,8 @@ func SetupDatabaseSinks(mgr ctrl.Manager, m *controllers.Metrics) error {
 }
 
 // SetupEventSinks registers the KollectEventSink reconciler.
-func SetupEventSinks(mgr ctrl.Manager, m *controllers.Metrics) error {
-	r := &Reconciler{Client: mgr.GetClient(), Metrics: m, name: "kollecteventsink", newObj: func() (client.Object, func() sinkObject) {
+func SetupEventSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics) error {
+	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, name: "kollecteventsink", newObj: func() (client.Object, func() sinkObject) {
 		o := &eventSink{}
 		return &o.KollectEventSink, func() sinkObject { return o }
 	}}
@@ -72,21 +80,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	obj := wrap()
-	typ, common, st := obj.common()
+	_, common, st := obj.common()
 	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[snapshotsink.TestConnectionAnnotation]), "true")
 	if common.ConnectionTest != nil && !*common.ConnectionTest && !forced {
 		return reconcile.Result{}, nil
 	}
+	okMsg, reason, probeErr := r.Prober.Probe(ctx, r.Client, raw)
 	base := raw.DeepCopyObject().(client.Object)
-	msg := fmt.Sprintf("%s sinks are not implemented in this version of Kollect; inventories bound to this sink report their exports as failed", typ)
-	for _, c := range []string{snapshotsink.TypeConnectionVerified, snapshotsink.TypeDegraded} {
-		status := metav1.ConditionFalse
-		if c == snapshotsink.TypeDegraded {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c, Status: status, Reason: snapshotsink.ReasonTestFailed,
-			Message: msg, ObservedGeneration: raw.GetGeneration()})
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: raw.GetGeneration()})
+	}
+	if probeErr != nil {
+		set(snapshotsink.TypeConnectionVerified, metav1.ConditionFalse, reason, probeErr.Error())
+		set(snapshotsink.TypeDegraded, metav1.ConditionTrue, reason, probeErr.Error())
+	} else {
+		set(snapshotsink.TypeConnectionVerified, metav1.ConditionTrue, snapshotsink.ReasonConnectionOK, okMsg)
+		meta.RemoveStatusCondition(&st.Conditions, snapshotsink.TypeDegraded)
+	}
+	if common.TLS != nil && common.TLS.InsecureSkipVerify && probeErr == nil {
+		set(snapshotsink.TypeTLSInsecure, metav1.ConditionTrue, "InsecureSkipVerify", "server certificates are not verified")
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, snapshotsink.TypeTLSInsecure)
 	}
 	st.ObservedGeneration = raw.GetGeneration()
-	return reconcile.Result{}, r.Client.Status().Patch(ctx, raw, client.MergeFrom(base))
+	if err := r.Client.Status().Patch(ctx, raw, client.MergeFrom(base)); err != nil {
+		return reconcile.Result{}, err
+	}
+	if probeErr != nil {
+		return reconcile.Result{RequeueAfter: r.RetryAfter}, nil
+	}
+	if forced && common.ConnectionTest != nil && !*common.ConnectionTest {
+		// A one-off probe that succeeded: drop the request, as upstream does.
+		patch := client.MergeFrom(raw.DeepCopyObject().(client.Object))
+		ann := raw.GetAnnotations()
+		delete(ann, snapshotsink.TestConnectionAnnotation)
+		raw.SetAnnotations(ann)
+		return reconcile.Result{}, r.Client.Patch(ctx, raw, patch)
+	}
+	return reconcile.Result{}, nil
 }

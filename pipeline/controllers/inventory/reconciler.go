@@ -64,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kollectv1alpha1.KollectInventory{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
-		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }

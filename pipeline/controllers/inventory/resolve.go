@@ -10,16 +10,14 @@ import (
 
 	"kollect.dev/kollect/actors/sink"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controllers"
-	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/pipeline/backends"
 )
 
 // Resolver turns an inventory's sink references into bindings. It is
 // shared by the namespaced and the cluster inventory reconcilers.
 type Resolver struct {
 	Client   client.Client
-	Backends *Backends
+	Backends *backends.Cache
 }
 
 // Bindings describes what to resolve: the owner ("namespace/name", which
@@ -38,34 +36,40 @@ type Bindings struct {
 // the other bindings keep exporting.
 func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, string, error) {
 	var out []sink.Config
-	for _, ref := range b.Refs.SnapshotSinkRefs {
-		var s kollectv1alpha1.KollectSnapshotSink
-		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectSnapshotSink", &s); err != nil {
-			return nil, reason, err
+	for _, fam := range []struct {
+		family, kind string
+		refs         []kollectv1alpha1.InventorySinkRef
+		obj          func() client.Object
+	}{
+		{"snapshot", "KollectSnapshotSink", b.Refs.SnapshotSinkRefs, func() client.Object { return &kollectv1alpha1.KollectSnapshotSink{} }},
+		{"database", "KollectDatabaseSink", b.Refs.DatabaseSinkRefs, func() client.Object { return &kollectv1alpha1.KollectDatabaseSink{} }},
+		{"event", "KollectEventSink", b.Refs.EventSinkRefs, func() client.Object { return &kollectv1alpha1.KollectEventSink{} }},
+	} {
+		for _, ref := range fam.refs {
+			obj := fam.obj()
+			if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, fam.kind, obj); err != nil {
+				return nil, reason, err
+			}
+			key := fam.family + "/" + ref.Name
+			_, typ := backends.Kind(obj)
+			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ,
+				Backend:  r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
+				Interval: interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval)})
 		}
-		key := "snapshot/" + ref.Name
-		typ := s.Spec.Type
-		if typ == "" && s.Spec.Git != nil {
-			typ = "git"
-		}
-		out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ, Backend: r.snapshotBackend(ctx, b.Owner+"|"+key, typ, &s),
-			Interval: interval(ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval)})
-	}
-	for _, ref := range b.Refs.DatabaseSinkRefs {
-		var s kollectv1alpha1.KollectDatabaseSink
-		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectDatabaseSink", &s); err != nil {
-			return nil, reason, err
-		}
-		out = append(out, r.unavailable(b.Owner, "database/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval))
-	}
-	for _, ref := range b.Refs.EventSinkRefs {
-		var s kollectv1alpha1.KollectEventSink
-		if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, "KollectEventSink", &s); err != nil {
-			return nil, reason, err
-		}
-		out = append(out, r.unavailable(b.Owner, "event/"+ref.Name, s.Spec.Type, ref.ExportMinInterval, string(s.Spec.ExportMinInterval), b.Interval))
 	}
 	return out, "", nil
+}
+
+func sinkInterval(obj client.Object) string {
+	switch s := obj.(type) {
+	case *kollectv1alpha1.KollectSnapshotSink:
+		return string(s.Spec.ExportMinInterval)
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return string(s.Spec.ExportMinInterval)
+	case *kollectv1alpha1.KollectEventSink:
+		return string(s.Spec.ExportMinInterval)
+	}
+	return ""
 }
 
 func (r *Resolver) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
@@ -79,26 +83,4 @@ func (r *Resolver) get(ctx context.Context, ns, name, kind string, obj client.Ob
 		return "SinkForbidden", fmt.Errorf("reading %s %q: %w", kind, name, err)
 	}
 	return "", err
-}
-
-func (r *Resolver) unavailable(inv, key, typ string, intervals ...string) sink.Config {
-	msg := fmt.Sprintf("%s sinks are not implemented in this version of Kollect", typ)
-	return sink.Config{Inventory: inv, Key: key, Type: typ, Backend: r.Backends.failing(inv+"|"+key, msg), Interval: interval(intervals...)}
-}
-
-func (r *Resolver) snapshotBackend(ctx context.Context, owner, typ string, s *kollectv1alpha1.KollectSnapshotSink) sinks.Snapshot {
-	secret, secretVersion, err := r.secret(ctx, s)
-	if err != nil {
-		return r.Backends.failing(owner, err.Error())
-	}
-	b, err := r.Backends.snapshot(ctx, owner, typ, s, secret, secretVersion)
-	if err != nil {
-		return r.Backends.failing(owner, err.Error())
-	}
-	return b
-}
-
-// secret reads the sink's credentials Secret.
-func (r *Resolver) secret(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (map[string][]byte, string, error) {
-	return controllers.ReadSecret(ctx, r.Client, git.CredentialsRef(&s.Spec), s.Namespace)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/backends"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/sinks/git"
@@ -104,11 +105,11 @@ func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapsh
 	if typ != "git" {
 		return ReasonTestFailed, fmt.Errorf("%s sinks are not implemented in this version of Kollect", typ)
 	}
-	secret, _, err := controllers.ReadSecret(ctx, r.Client, git.CredentialsRef(&s.Spec), s.Namespace)
+	creds, err := backends.ReadCredentials(ctx, r.Client, s)
 	if err != nil {
 		return ReasonSecretFailed, err
 	}
-	cfg, err := git.FromSpec(s.Name, &s.Spec, secret, "")
+	cfg, err := git.FromSpec(s.Name, &s.Spec, creds.Data, "")
 	if err != nil {
 		return ReasonTestFailed, err
 	}

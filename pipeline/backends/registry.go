@@ -1,0 +1,120 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/endpoint"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/sinks/kafka"
+	"kollect.dev/kollect/sinks/nats"
+	"kollect.dev/kollect/sinks/postgres"
+)
+
+// ReplayAnnotation on a KollectEventSink asks every binding to publish
+// every row once, instead of only what differs from what the stream holds.
+// Change its value to ask again.
+const ReplayAnnotation = "kollect.dev/replay"
+
+// Factory builds the backend of one sink from the sink object, its
+// resolved credentials and a state directory of its own.
+type Factory func(ctx context.Context, sink client.Object, creds Credentials, stateDir string) (sinks.Backend, error)
+
+// Registry maps "<family>/<type>" (snapshot/git, database/postgres,
+// event/nats, ...) to factories.
+type Registry map[string]Factory
+
+// Kind returns a sink object's family and effective type.
+func Kind(sink client.Object) (family, typ string) {
+	switch s := sink.(type) {
+	case *kollectv1alpha1.KollectSnapshotSink:
+		typ = s.Spec.Type
+		if typ == "" && s.Spec.Git != nil {
+			typ = "git"
+		}
+		return "snapshot", typ
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return "database", s.Spec.Type
+	case *kollectv1alpha1.KollectEventSink:
+		return "event", s.Spec.Type
+	}
+	return "", ""
+}
+
+func fingerprint(sink client.Object, creds Credentials) string {
+	family, typ := Kind(sink)
+	return fmt.Sprintf("%s/%s/%d/%s/%s", family, typ, sink.GetGeneration(), creds.Version, sink.GetAnnotations()[ReplayAnnotation])
+}
+
+// Default is every backend this build implements, each dialling only what
+// policy allows.
+func Default(policy endpoint.Policy) Registry {
+	return Registry{
+		"snapshot/git":      gitFactory(policy),
+		"database/postgres": postgresFactory(policy),
+		"event/nats":        natsFactory(policy),
+		"event/kafka":       kafkaFactory(policy),
+	}
+}
+
+func gitFactory(policy endpoint.Policy) Factory {
+	return func(ctx context.Context, obj client.Object, creds Credentials, dir string) (sinks.Backend, error) {
+		s := obj.(*kollectv1alpha1.KollectSnapshotSink)
+		url, _, err := git.Endpoint(&s.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if err := policy.CheckURL(ctx, url, "https", "http", "ssh", "file"); err != nil {
+			return nil, err
+		}
+		cfg, err := git.FromSpec(s.Name, &s.Spec, creds.Data, dir)
+		if err != nil {
+			return nil, err
+		}
+		g, err := git.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return sinks.Whole(g), nil
+	}
+}
+
+func postgresFactory(policy endpoint.Policy) Factory {
+	return func(ctx context.Context, obj client.Object, creds Credentials, _ string) (sinks.Backend, error) {
+		s := obj.(*kollectv1alpha1.KollectDatabaseSink)
+		cfg, err := postgres.FromSpec(&s.Spec, creds.Data, creds.CA)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CheckHost = policy.CheckHost
+		return postgres.New(cfg)
+	}
+}
+
+func natsFactory(policy endpoint.Policy) Factory {
+	return func(ctx context.Context, obj client.Object, creds Credentials, _ string) (sinks.Backend, error) {
+		s := obj.(*kollectv1alpha1.KollectEventSink)
+		cfg := nats.FromSpec(&s.Spec, creds.Data, creds.CA)
+		cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+		if err := policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
+			return nil, err
+		}
+		cfg.CheckHost = policy.CheckHost
+		return nats.New(cfg)
+	}
+}
+
+func kafkaFactory(policy endpoint.Policy) Factory {
+	return func(ctx context.Context, obj client.Object, creds Credentials, _ string) (sinks.Backend, error) {
+		s := obj.(*kollectv1alpha1.KollectEventSink)
+		cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
+		cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+		cfg.CheckHost = policy.CheckHost
+		return kafka.New(cfg)
+	}
+}

@@ -1,0 +1,264 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"kollect.dev/kollect/sinks/events"
+	"kollect.dev/kollect/sinks/kafka/kafkatest"
+	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/postgres/pgtest"
+)
+
+// images maps object name → image.
+type images map[string]string
+
+func (i images) String() string {
+	keys := slices.Sorted(maps.Keys(i))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s ", k, i[k])
+	}
+	return b.String()
+}
+
+// gitImages reads the images the Git sink holds.
+func gitImages(bare, ns string) (images, error) {
+	out := images{}
+	list, err := git(bare, "ls-tree", "-r", "--name-only", "main")
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, list)
+	}
+	for _, p := range strings.Fields(list) {
+		body, err := git(bare, "show", "main:"+p)
+		if err != nil {
+			return nil, err
+		}
+		var attrs struct{ Image string }
+		if err := yaml.Unmarshal([]byte(body), &attrs); err != nil {
+			return nil, err
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".yaml")] = attrs.Image
+	}
+	return out, nil
+}
+
+func pgImages(ctx context.Context, dsn, invNS string) (images, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rs, err := conn.Query(ctx, `SELECT payload->>'name', payload->'attributes'->>'image' FROM inventory_items
+WHERE inventory_namespace = $1 AND inventory_name = 'inventory' AND cluster = 'test' AND target_name = 'shop-deployments'`, invNS)
+	if err != nil {
+		return nil, err
+	}
+	out := images{}
+	for rs.Next() {
+		var name, image string
+		if err := rs.Scan(&name, &image); err != nil {
+			return nil, err
+		}
+		out[name] = image
+	}
+	return out, rs.Err()
+}
+
+type eventBody struct {
+	Change string `json:"change"`
+	Row    struct {
+		Name       string            `json:"name"`
+		Attributes map[string]string `json:"attributes"`
+	} `json:"row"`
+}
+
+// TestOnePipelineManySinks runs one pipeline of our own into Git, a real
+// PostgreSQL, an embedded NATS JetStream and kfake: the same rows land in
+// every sink, an image change becomes one commit, one row update and one
+// message per stream, and a deleted object becomes a removed file, a
+// deleted row, a delete marker and a tombstone.
+func TestOnePipelineManySinks(t *testing.T) {
+	ctx := context.Background()
+	pg := pgtest.Start(t)
+	ns := natstest.Start(t)
+	kf := kafkatest.Start(t)
+	bare := filepath.Join(t.TempDir(), "fanout.git")
+	bareRepo(t, bare)
+
+	apply(t, namespaceYAML("fanout", "")+"---\n"+namespaceYAML("fanout-apps", "team: fanout")+"---\n"+
+		deploymentYAML("fanout-apps", "web", "shop", "web:1")+"---\n"+deploymentYAML("fanout-apps", "api", "shop", "api:1"))
+	apply(t, strings.ReplaceAll(pipelineYAML("fanout", bare), "team: shop", "team: fanout")+fmt.Sprintf(`---
+apiVersion: v1
+kind: Secret
+metadata: {name: dsn, namespace: fanout}
+stringData: {dsn: '%s'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: warehouse, namespace: fanout}
+spec:
+  type: postgres
+  cluster: test
+  postgres: {databaseRef: {name: dsn}, table: inventory_items}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectEventSink
+metadata: {name: bus, namespace: fanout}
+spec:
+  type: nats
+  cluster: test
+  nats: {url: '%s', subject: inventory.events}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectEventSink
+metadata: {name: log, namespace: fanout}
+spec:
+  type: kafka
+  cluster: test
+  kafka: {brokers: ['%s'], topic: inventory.changes}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectInventory
+metadata: {name: inventory, namespace: fanout}
+spec:
+  snapshotSinkRefs: [git]
+  databaseSinkRefs: [warehouse]
+  eventSinkRefs: [bus, log]
+`, pg.DSN(""), ns.URL(), kf.Brokers()[0]))
+
+	natsMessages := func() []eventBody {
+		ms, err := natstest.ReadAll(ctx, ns.URL(), "kollect_events")
+		if err != nil {
+			return nil
+		}
+		out := make([]eventBody, len(ms))
+		for i, m := range ms {
+			_ = json.Unmarshal(m.Data, &out[i])
+		}
+		return out
+	}
+	kafkaRecords := func() (upserts map[string]string, tombstones int, total int) {
+		rs, err := kafkatest.ReadAll(ctx, kf.Brokers(), "inventory.changes")
+		if err != nil {
+			return nil, 0, 0
+		}
+		upserts = map[string]string{}
+		for _, r := range rs {
+			if r.Value == nil {
+				tombstones++
+				continue
+			}
+			var b eventBody
+			_ = json.Unmarshal(r.Value, &b)
+			upserts[b.Row.Name] = b.Row.Attributes["image"]
+		}
+		return upserts, tombstones, len(rs)
+	}
+	same := func(want images) func() error {
+		return func() error {
+			g, err := gitImages(bare, "fanout-apps")
+			if err != nil {
+				return err
+			}
+			p, err := pgImages(ctx, pg.DSN(""), "fanout")
+			if err != nil {
+				return err
+			}
+			if g.String() != want.String() || p.String() != want.String() {
+				return fmt.Errorf("git %v, postgres %v, want %v", g, p, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, 30*time.Second, "the same rows land in Git and Postgres", same(images{"api": "api:1", "web": "web:1"}))
+	eventually(t, 20*time.Second, "one message per row on NATS and Kafka", func() error {
+		if ms := natsMessages(); len(ms) != 2 {
+			return fmt.Errorf("nats: %d messages", len(ms))
+		}
+		if up, _, total := kafkaRecords(); total != 2 || up["web"] != "web:1" {
+			return fmt.Errorf("kafka: %d records %v", total, up)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "status reports what every sink acknowledged", func() error {
+		inv := get(t, "KollectInventory", "fanout", "inventory")
+		if s, r, m := condition(inv, "Ready"); s != "True" || r != "Exported" {
+			return fmt.Errorf("Ready=%s/%s %s", s, r, m)
+		}
+		exports, _, _ := unstructured.NestedSlice(inv.Object, "status", "sinkExports")
+		got := map[string]string{}
+		for _, e := range exports {
+			m := e.(map[string]any)
+			got[fmt.Sprint(m["name"])] = fmt.Sprintf("%v/%v", m["exportedCount"], m["circuit"])
+		}
+		want := map[string]string{"snapshot/git": "2/Closed", "database/warehouse": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("sinkExports %v", got)
+		}
+		if s, _, m := condition(get(t, "KollectDatabaseSink", "fanout", "warehouse"), "ConnectionVerified"); s != "True" || m != "PostgreSQL ping succeeded" {
+			return fmt.Errorf("database sink ConnectionVerified=%s %s", s, m)
+		}
+		if s, _, m := condition(get(t, "KollectEventSink", "fanout", "bus"), "ConnectionVerified"); s != "True" {
+			return fmt.Errorf("nats sink ConnectionVerified=%s %s", s, m)
+		}
+		return nil
+	})
+
+	var d appsv1.Deployment
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "fanout-apps", Name: "web"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "web:2"
+	if err := env.Client.Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the image change reaches Git and Postgres", same(images{"api": "api:1", "web": "web:2"}))
+	eventually(t, 20*time.Second, "the image change is one message per stream", func() error {
+		ms := natsMessages()
+		if len(ms) != 3 || ms[2].Change != events.Upsert || ms[2].Row.Attributes["image"] != "web:2" {
+			return fmt.Errorf("nats: %+v", ms)
+		}
+		if up, _, total := kafkaRecords(); total != 3 || up["web"] != "web:2" {
+			return fmt.Errorf("kafka: %d records %v", total, up)
+		}
+		return nil
+	})
+
+	if err := env.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "fanout-apps", Name: "api"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "a deleted object leaves Git and Postgres", same(images{"web": "web:2"}))
+	eventually(t, 20*time.Second, "a deleted object is a delete marker and a tombstone", func() error {
+		ms := natsMessages()
+		if len(ms) != 4 || ms[3].Change != events.Delete || ms[3].Row.Name != "api" {
+			return fmt.Errorf("nats: %+v", ms)
+		}
+		if _, tomb, total := kafkaRecords(); total != 4 || tomb != 1 {
+			return fmt.Errorf("kafka: %d records, %d tombstones", total, tomb)
+		}
+		return nil
+	})
+	m := scrape(t)
+	for _, series := range []string{`kollect_sink_written_total{binding="database/warehouse",inventory="fanout/inventory",sink_type="postgres"}`,
+		`kollect_sink_last_success_timestamp_seconds{binding="event/bus",inventory="fanout/inventory"}`,
+		`kollect_sink_consecutive_failures{binding="event/log",inventory="fanout/inventory"} 0`} {
+		if !strings.Contains(m, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+}

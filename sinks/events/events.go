@@ -1,0 +1,156 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"kollect.dev/kollect/pipeline/rows"
+)
+
+// Change types.
+const (
+	Upsert = "upsert"
+	Delete = "delete"
+)
+
+// Header names carried by every message.
+const (
+	HeaderSchema    = "kollect-schema-version"
+	HeaderCluster   = "kollect-cluster"
+	HeaderInventory = "kollect-inventory"
+	HeaderChange    = "kollect-change"
+	HeaderChangeID  = "kollect-change-id"
+	HeaderKey       = "kollect-key"
+	HeaderRowSum    = "kollect-row-sum"
+)
+
+// Change is one message to publish.
+type Change struct {
+	Key  string
+	Type string // Upsert or Delete
+	ID   string
+	Row  *rows.Row // the new row (Upsert) or the deleted one when known
+	Sum  string    // the new row's content sum (Upsert)
+}
+
+// Scope is what a backend writes for: the inventory and the sink's cluster.
+type Scope struct {
+	Cluster   string
+	Inventory rows.Identity
+}
+
+func (s Scope) inventory() string { return s.Inventory.Namespace + "/" + s.Inventory.Name }
+
+// Key is a row's stable message key: cluster/namespace/group/kind/name of
+// the object, then #inventoryNamespace/inventoryName/target so two targets
+// or two inventories sharing a topic never overwrite each other's rows. It
+// does not contain the UID, so a compacted topic keeps one record for an
+// object that is deleted and created again.
+func (s Scope) Key(r *rows.Row) string {
+	return strings.Join([]string{s.Cluster, r.Namespace, r.Group, r.Kind, r.Name}, "/") +
+		"#" + s.inventory() + "/" + r.TargetName
+}
+
+// ChangeID is the same for the same change (key, type, content before and
+// after), so a re-publish after a failure is recognised as a duplicate.
+func ChangeID(key, typ, prevSum, nextSum string) string {
+	h := sha256.New()
+	for _, p := range []string{key, typ, prevSum, nextSum} {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// State is what a stream holds for one scope: key → sum of the live row.
+type State map[string]string
+
+// Fold applies one message read back from the stream; messages of other
+// scopes are ignored.
+func (st State) Fold(s Scope, header func(string) string) {
+	if header(HeaderCluster) != s.Cluster || header(HeaderInventory) != s.inventory() {
+		return
+	}
+	key := header(HeaderKey)
+	switch header(HeaderChange) {
+	case Upsert:
+		st[key] = header(HeaderRowSum)
+	case Delete:
+		delete(st, key)
+	}
+}
+
+// Plan turns a delta into changes: deletes first (so an object recreated
+// under the same key ends as an upsert), then upserts. With a full delta
+// (the backend's state unknown) it compares against recovered, the state
+// folded from the stream, and publishes only what differs.
+func Plan(s Scope, d *rows.Delta, recovered State) []Change {
+	var out []Change
+	if d.Full() {
+		live := make(map[string]bool, len(d.Next.Rows))
+		var ups []Change
+		for _, r := range d.Next.Rows {
+			k := s.Key(r)
+			live[k] = true
+			sum := r.Sum()
+			if prev, ok := recovered[k]; ok && prev == sum {
+				continue
+			}
+			ups = append(ups, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(k, Upsert, recovered[k], sum)})
+		}
+		for k, prev := range recovered {
+			if !live[k] {
+				out = append(out, Change{Key: k, Type: Delete, ID: ChangeID(k, Delete, prev, "")})
+			}
+		}
+		return append(out, ups...)
+	}
+	for _, r := range d.Deletes {
+		k, prev := s.Key(r), r.Sum()
+		out = append(out, Change{Key: k, Type: Delete, Row: r, ID: ChangeID(k, Delete, prev, "")})
+	}
+	for i, r := range d.Upserts {
+		k, sum := s.Key(r), r.Sum()
+		prev := d.Replaced[i].Sum()
+		out = append(out, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(k, Upsert, prev, sum)})
+	}
+	return out
+}
+
+// Headers lists a change's headers in a fixed order.
+func (s Scope) Headers(c Change) [][2]string {
+	h := [][2]string{{HeaderSchema, rows.SchemaVersion}, {HeaderCluster, s.Cluster}, {HeaderInventory, s.inventory()},
+		{HeaderChange, c.Type}, {HeaderChangeID, c.ID}, {HeaderKey, c.Key}}
+	if c.Type == Upsert {
+		h = append(h, [2]string{HeaderRowSum, c.Sum})
+	}
+	return h
+}
+
+// Body is a change's message value: compact JSON with the row.
+func (s Scope) Body(c Change, at time.Time) []byte {
+	var b strings.Builder
+	b.WriteString(`{"schemaVersion":"` + rows.SchemaVersion + `","changeId":"` + c.ID + `","change":"` + c.Type + `"`)
+	b.WriteString(`,"timestamp":"` + at.UTC().Format(time.RFC3339Nano) + `","cluster":`)
+	b.Write(quote(s.Cluster))
+	b.WriteString(`,"inventory":{"namespace":`)
+	b.Write(quote(s.Inventory.Namespace))
+	b.WriteString(`,"name":`)
+	b.Write(quote(s.Inventory.Name))
+	b.WriteString(`},"key":`)
+	b.Write(quote(c.Key))
+	if c.Row != nil {
+		b.WriteString(`,"row":`)
+		b.Write(c.Row.JSON())
+	}
+	b.WriteString("}")
+	return []byte(b.String())
+}
+
+func quote(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}

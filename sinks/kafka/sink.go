@@ -1,0 +1,246 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/events"
+)
+
+// Config is a Kafka sink's plain configuration.
+type Config struct {
+	Brokers []string
+	Topic   string
+	Cluster string
+	// Existing never creates the topic.
+	Existing bool
+	// Replay publishes every row on the first export instead of only what
+	// differs from what the topic already holds.
+	Replay bool
+
+	// Username and Password enable SASL SCRAM-SHA-256.
+	Username, Password string
+	// TLS is used when set (CA, InsecureSkipVerify or TLS true).
+	TLS                bool
+	CA                 []byte
+	InsecureSkipVerify bool
+	// CheckHost vets every broker host before it is dialled; nil accepts
+	// all.
+	CheckHost func(ctx context.Context, host string) error
+	// DeliveryTimeout bounds how long a record is retried (default 10s).
+	DeliveryTimeout time.Duration
+}
+
+// Sink produces row changes to one topic.
+type Sink struct {
+	cfg  Config
+	opts []kgo.Opt
+
+	mu       sync.Mutex
+	client   *kgo.Client
+	ready    bool
+	replayed bool
+}
+
+var _ sinks.Backend = (*Sink)(nil)
+
+// New validates cfg; nothing is dialled until the first export or probe.
+func New(cfg Config) (*Sink, error) {
+	if len(cfg.Brokers) == 0 || cfg.Topic == "" {
+		return nil, sinks.Permanent(errors.New("spec.kafka.brokers and spec.kafka.topic are required"))
+	}
+	if cfg.DeliveryTimeout <= 0 {
+		cfg.DeliveryTimeout = 10 * time.Second
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.ClientID("kollect"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerBatchMaxBytes(4 << 20)}
+	var tc *tls.Config
+	if cfg.TLS || len(cfg.CA) > 0 || cfg.InsecureSkipVerify {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // only when the sink asks
+		if len(cfg.CA) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(cfg.CA) {
+				return nil, sinks.Permanent(errors.New("tls CA bundle holds no PEM certificate"))
+			}
+			tc.RootCAs = pool
+		}
+	}
+	check := cfg.CheckHost
+	opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		if check != nil {
+			h, _, err := net.SplitHostPort(host)
+			if err != nil {
+				h = host
+			}
+			if err := check(ctx, h); err != nil {
+				return nil, sinks.Permanent(err)
+			}
+		}
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		if tc == nil {
+			return d.DialContext(ctx, network, host)
+		}
+		c := tc.Clone()
+		if c.ServerName == "" {
+			c.ServerName, _, _ = net.SplitHostPort(host)
+		}
+		return (&tls.Dialer{NetDialer: d, Config: c}).DialContext(ctx, network, host)
+	}))
+	if cfg.Username != "" {
+		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.Username, Pass: cfg.Password}.AsSha256Mechanism()))
+	}
+	return &Sink{cfg: cfg, opts: opts}, nil
+}
+
+func (s *Sink) connect() (*kgo.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil {
+		return s.client, nil
+	}
+	cl, err := kgo.NewClient(s.opts...)
+	if err != nil {
+		return nil, sinks.Permanent(fmt.Errorf("kafka client: %w", err))
+	}
+	s.client = cl
+	return cl, nil
+}
+
+// Close flushes nothing and closes the client.
+func (s *Sink) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+}
+
+// Probe reaches a broker and reads the topic's metadata.
+func (s *Sink) Probe(ctx context.Context) error {
+	cl, err := s.connect()
+	if err != nil {
+		return err
+	}
+	if err := cl.Ping(ctx); err != nil {
+		return s.classify("ping", err)
+	}
+	return nil
+}
+
+// ensureTopic creates the topic, compacted, in mode ensure, and checks it
+// exists in mode existing.
+func (s *Sink) ensureTopic(ctx context.Context, cl *kgo.Client) error {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if ready {
+		return nil
+	}
+	adm := kadm.NewClient(cl)
+	if s.cfg.Existing {
+		topics, err := adm.ListTopics(ctx, s.cfg.Topic)
+		if err != nil {
+			return s.classify("read topic metadata", err)
+		}
+		if !topics.Has(s.cfg.Topic) {
+			return sinks.Permanent(fmt.Errorf("topic %q does not exist and provisioning.mode is existing", s.cfg.Topic))
+		}
+	} else {
+		compact := "compact"
+		resp, err := adm.CreateTopic(ctx, -1, -1, map[string]*string{"cleanup.policy": &compact}, s.cfg.Topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return s.classify("create topic", err)
+		}
+	}
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Export produces one record per change and returns once every record is
+// acknowledged.
+func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
+	cl, err := s.connect()
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = cl.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		return sinks.Ack{}, s.classify("reach brokers", err)
+	}
+	if err := s.ensureTopic(ctx, cl); err != nil {
+		return sinks.Ack{}, err
+	}
+	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
+	var recovered events.State
+	if d.Full() && !(s.cfg.Replay && !s.replayed) {
+		if recovered, err = s.recover(ctx, scope); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
+	changes := events.Plan(scope, d, recovered)
+	recs := make([]*kgo.Record, len(changes))
+	var bytes int64
+	now := time.Now()
+	for i, c := range changes {
+		r := &kgo.Record{Key: []byte(c.Key)}
+		for _, h := range scope.Headers(c) {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
+		}
+		if c.Type == events.Upsert {
+			r.Value = scope.Body(c, now)
+		}
+		bytes += int64(len(r.Key) + len(r.Value))
+		recs[i] = r
+	}
+	if len(recs) > 0 {
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return sinks.Ack{}, s.classify("produce", err)
+		}
+	}
+	s.replayed = true
+	return sinks.Ack{Rows: len(d.Next.Rows), Written: len(changes), Bytes: bytes, Changed: len(changes) > 0}, nil
+}
+
+func (s *Sink) classify(op string, err error) error {
+	if errors.Is(err, sinks.ErrPermanent) {
+		return err
+	}
+	msg := err.Error()
+	if s.cfg.Password != "" {
+		msg = strings.ReplaceAll(msg, s.cfg.Password, "<redacted>")
+	}
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState), errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return sinks.Permanent(fmt.Errorf("kafka %s: SASL authentication failed; check username and password in the sink's Secret (%s)", op, msg))
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return sinks.Permanent(fmt.Errorf("kafka %s: not authorized for topic %q; grant WRITE (and CREATE in mode ensure) (%s)", op, s.cfg.Topic, msg))
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("kafka %s: a broker host name does not resolve (%s)", op, msg)
+	}
+	return fmt.Errorf("kafka %s: %s", op, msg)
+}

@@ -1,0 +1,301 @@
+package nats
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/events"
+)
+
+// Config is a NATS sink's plain configuration.
+type Config struct {
+	URL     string
+	Subject string
+	Stream  string // default kollect_events; dots become underscores
+	Cluster string
+	// Existing never creates or changes the stream.
+	Existing bool
+	// Replay publishes every row on the first export instead of only what
+	// differs from what the stream already holds.
+	Replay bool
+
+	Token, Username, Password string
+	CA                        []byte
+	InsecureSkipVerify        bool
+	// CheckHost vets the server's host before every dial; nil accepts all.
+	CheckHost func(ctx context.Context, host string) error
+}
+
+// Sink publishes row changes to JetStream.
+type Sink struct {
+	cfg Config
+
+	mu        sync.Mutex
+	nc        *natsgo.Conn
+	js        jetstream.JetStream
+	provision bool
+	replayed  bool
+}
+
+var _ sinks.Backend = (*Sink)(nil)
+
+// New validates cfg; nothing is dialled until the first export or probe.
+func New(cfg Config) (*Sink, error) {
+	if cfg.URL == "" {
+		return nil, sinks.Permanent(errors.New("a nats sink needs spec.nats.url or spec.endpoint"))
+	}
+	if cfg.Subject == "" {
+		return nil, sinks.Permanent(errors.New("spec.nats.subject is required"))
+	}
+	if cfg.Stream == "" {
+		cfg.Stream = "kollect_events"
+	}
+	cfg.Stream = strings.ReplaceAll(cfg.Stream, ".", "_")
+	return &Sink{cfg: cfg}, nil
+}
+
+// Close drops the connection.
+func (s *Sink) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc, s.js = nil, nil
+	}
+}
+
+func (s *Sink) connect(ctx context.Context) (jetstream.JetStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.js != nil {
+		return s.js, nil
+	}
+	opts := []natsgo.Option{natsgo.Name("kollect"), natsgo.MaxReconnects(-1), natsgo.ReconnectWait(250 * time.Millisecond),
+		natsgo.Timeout(5 * time.Second), natsgo.SetCustomDialer(dialer{check: s.cfg.CheckHost})}
+	switch {
+	case s.cfg.Token != "":
+		opts = append(opts, natsgo.Token(s.cfg.Token))
+	case s.cfg.Username != "":
+		opts = append(opts, natsgo.UserInfo(s.cfg.Username, s.cfg.Password))
+	}
+	if len(s.cfg.CA) > 0 || s.cfg.InsecureSkipVerify {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.cfg.InsecureSkipVerify} //nolint:gosec // only when the sink asks
+		if len(s.cfg.CA) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(s.cfg.CA) {
+				return nil, sinks.Permanent(errors.New("tls CA bundle holds no PEM certificate"))
+			}
+			tc.RootCAs = pool
+		}
+		opts = append(opts, natsgo.Secure(tc))
+	}
+	nc, err := natsgo.Connect(s.cfg.URL, opts...)
+	if err != nil {
+		return nil, s.classify("connect", err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(5*time.Second))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("nats jetstream: %w", err)
+	}
+	s.nc, s.js, s.provision = nc, js, false
+	return js, nil
+}
+
+// ensureStream makes sure a stream captures the subject (mode ensure), or
+// checks that one does (mode existing). An existing stream keeps its other
+// subjects.
+func (s *Sink) ensureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, s.cfg.Stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && s.cfg.Existing:
+		return nil, sinks.Permanent(fmt.Errorf("stream %q does not exist and provisioning.mode is existing", s.cfg.Stream))
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		st, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: s.cfg.Stream, Subjects: []string{s.cfg.Subject},
+			Duplicates: 2 * time.Minute})
+		if err != nil {
+			return nil, s.classify("create stream", err)
+		}
+		return st, nil
+	case err != nil:
+		return nil, s.classify("read stream", err)
+	}
+	cfg := st.CachedInfo().Config
+	if slices.Contains(cfg.Subjects, s.cfg.Subject) {
+		return st, nil
+	}
+	if s.cfg.Existing {
+		return nil, sinks.Permanent(fmt.Errorf("stream %q does not capture subject %q and provisioning.mode is existing", s.cfg.Stream, s.cfg.Subject))
+	}
+	cfg.Subjects = append(cfg.Subjects, s.cfg.Subject)
+	if st, err = js.UpdateStream(ctx, cfg); err != nil {
+		return nil, s.classify("add subject to stream", err)
+	}
+	return st, nil
+}
+
+// Probe connects and reads the JetStream account.
+func (s *Sink) Probe(ctx context.Context) error {
+	js, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return s.classify("account info", err)
+	}
+	return nil
+}
+
+// Export publishes one message per change and returns once the server has
+// acknowledged every one.
+func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
+	js, err := s.connect(ctx)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	if !js.Conn().IsConnected() {
+		return sinks.Ack{}, fmt.Errorf("nats: not connected to %s (status %s); retrying", s.cfg.URL, js.Conn().Status())
+	}
+	// Stream API calls wait for a reconnect; bound them so an outage fails
+	// the attempt quickly and the sink actor's back-off takes over.
+	apiCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := s.ensureStream(apiCtx, js)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
+	var recovered events.State
+	if d.Full() && !(s.cfg.Replay && !s.replayed) {
+		if recovered, err = s.recover(apiCtx, st, scope); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
+	changes := events.Plan(scope, d, recovered)
+	futures := make([]jetstream.PubAckFuture, 0, len(changes))
+	var bytes int64
+	now := time.Now()
+	for _, c := range changes {
+		m := natsgo.NewMsg(s.cfg.Subject)
+		for _, h := range scope.Headers(c) {
+			m.Header.Set(h[0], h[1])
+		}
+		m.Data = scope.Body(c, now)
+		bytes += int64(len(m.Data))
+		f, err := js.PublishMsgAsync(m, jetstream.WithMsgID(c.ID))
+		if err != nil {
+			return sinks.Ack{}, s.classify("publish", err)
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return sinks.Ack{}, s.classify("publish", err)
+		case <-ctx.Done():
+			return sinks.Ack{}, fmt.Errorf("nats publish: waiting for acknowledgements: %w", ctx.Err())
+		}
+	}
+	s.replayed = true
+	return sinks.Ack{Rows: len(d.Next.Rows), Written: len(changes), Bytes: bytes, Changed: len(changes) > 0}, nil
+}
+
+// recover folds what the stream holds for scope.
+func (s *Sink) recover(ctx context.Context, st jetstream.Stream, scope events.Scope) (events.State, error) {
+	state := events.State{}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, s.classify("read stream", err)
+	}
+	if info.State.Msgs == 0 {
+		return state, nil
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject}})
+	if err != nil {
+		return nil, s.classify("read back stream", err)
+	}
+	for tries := 0; ; {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return nil, s.classify("read back stream", err)
+		}
+		n, done := 0, false
+		for m := range batch.Messages() {
+			n++
+			state.Fold(scope, m.Headers().Get)
+			if md, err := m.Metadata(); err == nil && (md.NumPending == 0 || md.Sequence.Stream >= info.State.LastSeq) {
+				done = true
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, s.classify("read back stream", err)
+		}
+		if done {
+			return state, nil
+		}
+		if n == 0 {
+			if tries++; tries > 50 {
+				return nil, fmt.Errorf("nats read back stream: no messages after 5s though the stream holds %d", info.State.Msgs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func (s *Sink) classify(op string, err error) error {
+	if errors.Is(err, sinks.ErrPermanent) {
+		return err
+	}
+	msg := err.Error()
+	for _, secret := range []string{s.cfg.Token, s.cfg.Password} {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "<redacted>")
+		}
+	}
+	switch {
+	case errors.Is(err, natsgo.ErrAuthorization), errors.Is(err, natsgo.ErrAuthExpired), strings.Contains(msg, "Authorization Violation"):
+		return sinks.Permanent(fmt.Errorf("nats %s: authorization failed; check the token or username and password in the sink's Secret (%s)", op, msg))
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return sinks.Permanent(fmt.Errorf("nats %s: JetStream is not enabled on the server or account (%s)", op, msg))
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("nats %s: the server's host name does not resolve (%s)", op, msg)
+	}
+	return fmt.Errorf("nats %s: %s", op, msg)
+}
+
+// dialer applies the endpoint guard to every (re)connection.
+type dialer struct {
+	check func(ctx context.Context, host string) error
+}
+
+func (d dialer) Dial(network, address string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if d.check != nil {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			host = address
+		}
+		if err := d.check(ctx, host); err != nil {
+			return nil, sinks.Permanent(err)
+		}
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, address)
+}

@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"kollect.dev/kollect/sinks"
+)
+
+// classify turns a driver error into a message that says what to fix, with
+// credentials removed, marked permanent when retrying cannot help.
+func (s *Sink) classify(op string, err error) error {
+	if errors.Is(err, sinks.ErrPermanent) {
+		return err
+	}
+	msg := redact(err.Error(), s.cfg.DSN)
+	var pgErr *pgconn.PgError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+		return sinks.Permanent(fmt.Errorf("postgres %s: authentication failed; check the user and password in the DSN Secret (%s)", op, msg))
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return sinks.Permanent(fmt.Errorf("postgres %s: permission denied; grant the DSN's user CREATE on the schema (mode ensure) or INSERT, UPDATE, DELETE and SELECT on %s (%s)", op, s.table, msg))
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		return sinks.Permanent(fmt.Errorf("postgres %s: the database named in the DSN does not exist (%s)", op, msg))
+	case errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703"):
+		return sinks.Permanent(fmt.Errorf("postgres %s: table %s does not have the expected columns (%s)", op, s.table, msg))
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("postgres %s: the DSN's host name does not resolve (%s)", op, msg)
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
+		return sinks.Permanent(fmt.Errorf("postgres %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
+	case strings.Contains(msg, "server refused TLS") || strings.Contains(msg, "SSL is not enabled"):
+		return sinks.Permanent(fmt.Errorf("postgres %s: the server does not offer TLS; use sslmode=disable in the DSN or enable TLS on the server (%s)", op, msg))
+	}
+	return fmt.Errorf("postgres %s: %s", op, msg)
+}
+
+func isPermission(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
+// redact removes the DSN's password (and the DSN itself) from a message.
+func redact(msg, dsn string) string {
+	if dsn == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, dsn, "<dsn>")
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "<redacted>")
+		}
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok && v != "" {
+			msg = strings.ReplaceAll(msg, strings.Trim(v, "'"), "<redacted>")
+		}
+	}
+	return msg
+}

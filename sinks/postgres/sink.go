@@ -1,0 +1,227 @@
+package postgres
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Config is a Postgres sink's plain configuration.
+type Config struct {
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Schema and Table name the table (schema default public).
+	Schema, Table string
+	// Cluster scopes every row this sink writes (spec.cluster).
+	Cluster string
+	// Existing never creates or alters the table (provisioning.mode
+	// existing); the table must already exist.
+	Existing bool
+	// CA verifies the server certificate; InsecureSkipVerify skips it.
+	CA                 []byte
+	InsecureSkipVerify bool
+	// CheckHost vets every host the DSN names before it is dialled (the
+	// endpoint guard); nil accepts all.
+	CheckHost func(ctx context.Context, host string) error
+}
+
+// Sink writes inventories into one table.
+type Sink struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	table string // quoted "schema"."table"
+
+	mu       sync.Mutex
+	conflict string // the table's primary-key columns, quoted
+}
+
+var _ sinks.Backend = (*Sink)(nil)
+
+// New validates cfg and prepares a connection pool; nothing is dialled
+// until the first export or probe.
+func New(cfg Config) (*Sink, error) {
+	if cfg.Table == "" {
+		return nil, sinks.Permanent(errors.New("postgres.table is required"))
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = "public"
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, sinks.Permanent(fmt.Errorf("the postgres DSN cannot be parsed: %s", redact(err.Error(), cfg.DSN)))
+	}
+	pc.MaxConns = 4
+	pc.ConnConfig.ConnectTimeout = 10 * time.Second
+	if err := configureTLS(pc, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.CheckHost != nil {
+		check := cfg.CheckHost
+		dial := pc.ConnConfig.DialFunc
+		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if host, _, err := net.SplitHostPort(addr); err == nil && network != "unix" {
+				if err := check(ctx, host); err != nil {
+					return nil, sinks.Permanent(err)
+				}
+			}
+			return dial(ctx, network, addr)
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres pool: %s", redact(err.Error(), cfg.DSN))
+	}
+	return &Sink{cfg: cfg, pool: pool, table: ident(cfg.Schema) + "." + ident(cfg.Table)}, nil
+}
+
+func configureTLS(pc *pgxpool.Config, cfg Config) error {
+	if len(cfg.CA) == 0 && !cfg.InsecureSkipVerify {
+		return nil // sslmode in the DSN decides
+	}
+	tc := pc.ConnConfig.TLSConfig
+	if tc == nil {
+		host := pc.ConnConfig.Host
+		tc = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if len(cfg.CA) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.CA) {
+			return sinks.Permanent(errors.New("tls CA bundle holds no PEM certificate"))
+		}
+		tc.RootCAs = pool
+	}
+	tc.InsecureSkipVerify = cfg.InsecureSkipVerify
+	pc.ConnConfig.TLSConfig = tc
+	for _, fb := range pc.ConnConfig.Fallbacks {
+		if fb.TLSConfig != nil {
+			fb.TLSConfig = tc
+		}
+	}
+	return nil
+}
+
+// Close releases the connection pool.
+func (s *Sink) Close() { s.pool.Close() }
+
+// Probe connects and pings the server.
+func (s *Sink) Probe(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return s.classify("ping", err)
+	}
+	return nil
+}
+
+// Export makes the table hold exactly d.Next for the inventory and this
+// sink's cluster, in one transaction.
+func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
+	conflict, err := s.prepare(ctx)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return sinks.Ack{}, s.classify("begin", err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	w := writer{tx: tx, table: s.table, conflict: conflict, id: d.Next.Inventory, cluster: s.cfg.Cluster, now: time.Now().UTC()}
+	var ack sinks.Ack
+	if d.Full() {
+		ack, err = w.full(ctx, d.Next.Rows)
+	} else {
+		ack, err = w.delta(ctx, d)
+	}
+	if err == nil && ack.Rows != len(d.Next.Rows) && !d.Full() {
+		// The table does not hold what this sink last wrote (someone
+		// edited it): reconcile against the whole snapshot.
+		var again sinks.Ack
+		again, err = w.full(ctx, d.Next.Rows)
+		ack.Written += again.Written
+		ack.Bytes += again.Bytes
+		ack.Rows = again.Rows
+	}
+	if err != nil {
+		return sinks.Ack{}, s.classify("export", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return sinks.Ack{}, s.classify("commit", err)
+	}
+	ack.Changed = ack.Written > 0
+	return ack, nil
+}
+
+// prepare provisions the table once (ensure mode) and learns its primary
+// key, which is the ON CONFLICT target.
+func (s *Sink) prepare(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conflict != "" {
+		return s.conflict, nil
+	}
+	if !s.cfg.Existing {
+		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(s.cfg.Schema)); err != nil && !isPermission(err) {
+			return "", s.classify("create schema", err)
+		}
+		if _, err := s.pool.Exec(ctx, createTable(s.table)); err != nil {
+			return "", s.classify("create table", err)
+		}
+	}
+	cols, err := primaryKey(ctx, s.pool, s.cfg.Schema, s.cfg.Table)
+	if err != nil {
+		return "", s.classify("read table definition", err)
+	}
+	if len(cols) == 0 {
+		return "", sinks.Permanent(fmt.Errorf("table %s does not exist or has no primary key; provisioning.mode is existing, so create it (see the Postgres sink documentation) or use mode ensure", s.table))
+	}
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = ident(c)
+	}
+	s.conflict = strings.Join(quoted, ", ")
+	return s.conflict, nil
+}
+
+func createTable(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+  inventory_namespace TEXT NOT NULL,
+  inventory_name      TEXT NOT NULL,
+  target_name         TEXT NOT NULL,
+  source_uid          TEXT NOT NULL,
+  cluster             TEXT NOT NULL DEFAULT '',
+  resource_namespace  TEXT NOT NULL DEFAULT '',
+  payload             JSONB NOT NULL,
+  exported_at         TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (inventory_namespace, inventory_name, cluster, target_name, source_uid)
+)`
+}
+
+func primaryKey(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, schema, table string) ([]string, error) {
+	rs, err := q.Query(ctx, `SELECT a.attname
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+WHERE i.indisprimary AND n.nspname = $1 AND c.relname = $2
+ORDER BY k.ord`, schema, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rs, pgx.RowTo[string])
+}
+
+// ident quotes an SQL identifier, doubling embedded quotes.
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

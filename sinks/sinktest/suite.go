@@ -1,0 +1,155 @@
+package sinktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Harness connects the suite to one backend and its server.
+type Harness struct {
+	// New builds a fresh backend that writes for cluster, as the operator
+	// does after a start.
+	New func(t *testing.T, cluster string) sinks.Backend
+	// State reads back the rows the server holds for an inventory and
+	// cluster, as row JSON (any key order, any whitespace).
+	State func(t *testing.T, id rows.Identity, cluster string) []string
+	// Version changes whenever the server writes anything for the
+	// inventory and cluster (a rewritten row, a published message).
+	Version func(t *testing.T, id rows.Identity, cluster string) string
+	// Messages, for event backends, counts what was published for the
+	// inventory and cluster; nil for other backends.
+	Messages func(t *testing.T, id rows.Identity, cluster string) int
+	// Stop and Start take the server down and bring it back with its data.
+	Stop, Start func(t *testing.T)
+}
+
+// Run runs every case. Each uses its own inventory, so cases share one
+// server.
+func Run(t *testing.T, h Harness) {
+	t.Run("FirstExport", func(t *testing.T) { firstExport(t, h) })
+	t.Run("UpdateSomeRows", func(t *testing.T) { updateSome(t, h) })
+	t.Run("DeleteSomeRows", func(t *testing.T) { deleteSome(t, h) })
+	t.Run("EmptySnapshotClearsTheInventory", func(t *testing.T) { empty(t, h) })
+	t.Run("SameSnapshotTwiceWritesNothing", func(t *testing.T) { sameTwice(t, h) })
+	t.Run("RestartSendsOnlyChanges", func(t *testing.T) { restart(t, h) })
+	t.Run("TwoClustersNeverCollide", func(t *testing.T) { twoClusters(t, h) })
+	t.Run("OutageLosesNothing", func(t *testing.T) { outage(t, h) })
+}
+
+// Binding mimics the sink actor: it remembers the last acknowledged
+// snapshot and hands the backend the delta from it.
+type Binding struct {
+	Backend sinks.Backend
+	Acked   *rows.Snapshot
+}
+
+// Export sends snap and records it when acknowledged.
+func (b *Binding) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	ack, err := b.Backend.Export(ctx, rows.Diff(b.Acked, snap))
+	if err == nil {
+		b.Acked = snap
+	}
+	return ack, err
+}
+
+func (b *Binding) mustExport(t *testing.T, snap *rows.Snapshot) sinks.Ack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ack, err := b.Export(ctx, snap)
+	if err != nil {
+		t.Fatalf("export of %d rows: %v", len(snap.Rows), err)
+	}
+	if ack.Rows != len(snap.Rows) {
+		t.Fatalf("backend acknowledged %d rows, the snapshot has %d", ack.Rows, len(snap.Rows))
+	}
+	return ack
+}
+
+// Rows builds n rows for target "shop"; version changes their content.
+func Rows(n int, version string) []*rows.Row {
+	out := make([]*rows.Row, 0, n)
+	for i := range n {
+		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo",
+			Name: fmt.Sprintf("app-%04d", i), Group: "apps", Version: "v1", Kind: "Deployment", UID: fmt.Sprintf("uid-%04d", i),
+			Attributes: map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"}})
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Snap builds a snapshot of rs for inventory id.
+func Snap(id rows.Identity, rs []*rows.Row) *rows.Snapshot {
+	return rows.NewSnapshot(id, slices.Clone(rs), time.Now())
+}
+
+func identity(t *testing.T) rows.Identity {
+	return rows.Identity{Namespace: "default", Name: "inv-" + sanitize(t.Name()), Generation: 1}
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// expectState fails unless the server holds exactly rs.
+func expectState(t *testing.T, h Harness, id rows.Identity, cluster string, rs []*rows.Row) {
+	t.Helper()
+	want := map[string]int{}
+	for _, r := range rs {
+		want[canonical(t, string(r.JSON()))]++
+	}
+	got := map[string]int{}
+	for _, s := range h.State(t, id, cluster) {
+		got[canonical(t, s)]++
+	}
+	if !maps.Equal(got, want) {
+		missing, extra := 0, 0
+		for k, n := range want {
+			if got[k] < n {
+				missing += n - got[k]
+			}
+		}
+		for k, n := range got {
+			if want[k] < n {
+				extra += n - want[k]
+			}
+		}
+		t.Fatalf("server holds %d rows for %s/%s cluster %q, want %d: %d missing or stale, %d unexpected",
+			len(h.State(t, id, cluster)), id.Namespace, id.Name, cluster, len(rs), missing, extra)
+	}
+}
+
+func canonical(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("row is not JSON: %v: %s", err, s)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// mixed returns base with rows [from, to) replaced by their version v.
+func mixed(base []*rows.Row, from, to int, v string) []*rows.Row {
+	out := slices.Clone(base)
+	changed := Rows(to, v)
+	copy(out[from:to], changed[from:to])
+	return out
+}
