@@ -30,8 +30,8 @@ import (
 	"kollect.dev/kollect/pipeline/extract"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/selection"
-	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 )
 

@@ -26,7 +26,7 @@ func (r Registry) Probe(ctx context.Context, c client.Reader, sink client.Object
 	family, typ := Kind(sink)
 	factory := r[family+"/"+typ]
 	if factory == nil {
-		return "", ReasonTestFailed, errNotImplemented(typ+" sinks")
+		return "", ReasonTestFailed, errNotImplemented(typ + " sinks")
 	}
 	creds, err := ReadCredentials(ctx, c, sink)
 	if err != nil {
