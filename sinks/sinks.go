@@ -2,6 +2,8 @@ package sinks
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 
 	"kollect.dev/kollect/pipeline/rows"
@@ -55,3 +57,13 @@ func Permanent(err error) error {
 type permanent struct{ error }
 
 func (p permanent) Unwrap() []error { return []error{p.error, ErrPermanent} }
+
+// UntrustedCertificate reports whether err is a failure to verify a
+// server's TLS certificate: retrying cannot fix it, a CA bundle can.
+func UntrustedCertificate(err error) bool {
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalid)
+}

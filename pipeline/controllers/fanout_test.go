@@ -81,6 +81,7 @@ WHERE inventory_namespace = $1 AND inventory_name = 'inventory' AND cluster = 't
 
 type eventBody struct {
 	Change string `json:"change"`
+	Key    string `json:"key"`
 	Row    struct {
 		Name       string            `json:"name"`
 		Attributes map[string]string `json:"attributes"`
@@ -254,6 +255,30 @@ spec:
 		return nil
 	})
 	m := scrape(t)
+	defer func() {
+		// Deleting the inventory clears what it wrote in every sink
+		// (the stance on upstream quirk Q13) before the finalizer goes.
+		inv := &unstructured.Unstructured{}
+		inv.SetAPIVersion("kollect.dev/v1alpha1")
+		inv.SetKind("KollectInventory")
+		inv.SetNamespace("fanout")
+		inv.SetName("inventory")
+		if err := env.Client.Delete(ctx, inv); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the deleted inventory's data is cleared and the inventory is gone", func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(inv), inv); err == nil {
+				return fmt.Errorf("inventory still present (finalizers %v)", inv.GetFinalizers())
+			}
+			return same(images{})()
+		})
+		if ms := natsMessages(); len(ms) != 5 || ms[4].Change != events.Delete || !strings.Contains(ms[4].Key, "/Deployment/web#fanout/inventory/") {
+			t.Errorf("nats after deletion: %+v", ms)
+		}
+		if _, tomb, _ := kafkaRecords(); tomb != 2 {
+			t.Errorf("kafka after deletion: %d tombstones, want 2", tomb)
+		}
+	}()
 	for _, series := range []string{`kollect_sink_written_total{binding="database/warehouse",inventory="fanout/inventory",sink_type="postgres"}`,
 		`kollect_sink_last_success_timestamp_seconds{binding="event/bus",inventory="fanout/inventory"}`,
 		`kollect_sink_consecutive_failures{binding="event/log",inventory="fanout/inventory"} 0`} {

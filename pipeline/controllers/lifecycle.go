@@ -12,8 +12,11 @@ import (
 // Begin is the common start of a reconcile: it loads obj, and when the
 // object is gone or being deleted it calls release and finishes the
 // deletion (removing finalizer); otherwise it makes sure finalizer is set.
-// done reports that the reconcile has nothing more to do.
-func Begin(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object, finalizer string, release func()) (done bool, err error) {
+// cleanup, when given, runs first on deletion; while it fails the finalizer
+// stays and its error is returned, so the deletion is retried. done reports
+// that the reconcile has nothing more to do.
+func Begin(ctx context.Context, c client.Client, key types.NamespacedName, obj client.Object, finalizer string, release func(),
+	cleanup ...func(context.Context) error) (done bool, err error) {
 	if err := c.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			release()
@@ -22,6 +25,13 @@ func Begin(ctx context.Context, c client.Client, key types.NamespacedName, obj c
 		return true, err
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
+		if controllerutil.ContainsFinalizer(obj, finalizer) {
+			for _, f := range cleanup {
+				if err := f(ctx); err != nil {
+					return true, err
+				}
+			}
+		}
 		release()
 		if controllerutil.RemoveFinalizer(obj, finalizer) {
 			return true, c.Update(ctx, obj)

@@ -238,6 +238,9 @@ func (s *Sink) classify(op string, err error) error {
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return sinks.Permanent(fmt.Errorf("kafka %s: not authorized for topic %q; grant WRITE (and CREATE in mode ensure) (%s)", op, s.cfg.Topic, msg))
 	}
+	if sinks.UntrustedCertificate(err) {
+		return sinks.Permanent(fmt.Errorf("kafka %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return fmt.Errorf("kafka %s: a broker host name does not resolve (%s)", op, msg)

@@ -272,6 +272,9 @@ func (s *Sink) classify(op string, err error) error {
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return sinks.Permanent(fmt.Errorf("nats %s: JetStream is not enabled on the server or account (%s)", op, msg))
 	}
+	if sinks.UntrustedCertificate(err) {
+		return sinks.Permanent(fmt.Errorf("nats %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return fmt.Errorf("nats %s: the server's host name does not resolve (%s)", op, msg)

@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -23,9 +21,6 @@ func (s *Sink) classify(op string, err error) error {
 	msg := redact(err.Error(), s.cfg.DSN)
 	var pgErr *pgconn.PgError
 	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
 		return sinks.Permanent(fmt.Errorf("postgres %s: authentication failed; check the user and password in the DSN Secret (%s)", op, msg))
@@ -37,7 +32,7 @@ func (s *Sink) classify(op string, err error) error {
 		return sinks.Permanent(fmt.Errorf("postgres %s: table %s does not have the expected columns (%s)", op, s.table, msg))
 	case errors.As(err, &dnsErr):
 		return fmt.Errorf("postgres %s: the DSN's host name does not resolve (%s)", op, msg)
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
+	case sinks.UntrustedCertificate(err):
 		return sinks.Permanent(fmt.Errorf("postgres %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
 	case strings.Contains(msg, "server refused TLS") || strings.Contains(msg, "SSL is not enabled"):
 		return sinks.Permanent(fmt.Errorf("postgres %s: the server does not offer TLS; use sslmode=disable in the DSN or enable TLS on the server (%s)", op, msg))

@@ -115,12 +115,14 @@ func configureTLS(pc *pgxpool.Config, cfg Config) error {
 // Close releases the connection pool.
 func (s *Sink) Close() { s.pool.Close() }
 
-// Probe connects and pings the server.
+// Probe connects, pings the server and checks the table is usable:
+// created in mode ensure, present with a primary key in mode existing.
 func (s *Sink) Probe(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return s.classify("ping", err)
 	}
-	return nil
+	_, err := s.prepare(ctx)
+	return err
 }
 
 // Export makes the table hold exactly d.Next for the inventory and this

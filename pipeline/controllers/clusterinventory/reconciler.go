@@ -2,6 +2,7 @@ package clusterinventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -82,7 +83,16 @@ func statusKey(name string) status.Key {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var ci kollectv1alpha1.KollectClusterInventory
-	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &ci, Finalizer, func() { r.release(req.Name) }); done {
+	cleanup := func(ctx context.Context) error {
+		r.Engine.RemoveInventory(engineKey(req.Name))
+		err := r.Resolver.Cleanup(ctx, bindings(&ci), identity(&ci))
+		var ce *inventory.CleanupError
+		if errors.As(err, &ce) {
+			r.Status.Set(statusKey(req.Name), status.Verdict{Generation: ci.Generation, Reason: ce.Reason(), Message: ce.Msg})
+		}
+		return err
+	}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &ci, Finalizer, func() { r.release(req.Name) }, cleanup); done {
 		return reconcile.Result{}, err
 	}
 	verdict := status.Verdict{Generation: ci.Generation}
@@ -95,11 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ci.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
 	}
-	sinkNS := ci.Spec.SinkNamespace
-	if sinkNS == "" {
-		sinkNS = "kollect-system"
-	}
-	if err := inventory.CheckRefs(ci.Spec.SinkRefs, sinkNS, true); err != nil {
+	if err := inventory.CheckRefs(ci.Spec.SinkRefs, sinkNamespace(&ci), true); err != nil {
 		return degrade(inventory.ReasonInvalidSinkRef, err.Error())
 	}
 	targets, err := r.targets(ctx, &ci)
@@ -114,13 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade("InvalidNamespaceSelector", err.Error())
 	}
-	bindings, reason, err := r.Resolver.Resolve(ctx, inventory.Bindings{Owner: "cluster/" + ci.Name, Refs: ci.Spec.SinkRefs,
-		SinkNamespace: func(ref kollectv1alpha1.InventorySinkRef) string {
-			if ref.Namespace != "" {
-				return ref.Namespace
-			}
-			return sinkNS
-		}, Interval: string(ci.Spec.ExportMinInterval)})
+	bindings, reason, err := r.Resolver.Resolve(ctx, bindings(&ci))
 	if err != nil {
 		if reason == "" {
 			return reconcile.Result{}, err
@@ -128,10 +128,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return degrade(reason, err.Error())
 	}
 	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
-		ID:       rows.Identity{Namespace: status.ClusterNamespace, Name: ci.Name, Generation: ci.Generation},
+		ID:       identity(&ci),
 		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID"})
 	r.Status.Set(statusKey(req.Name), verdict)
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func sinkNamespace(ci *kollectv1alpha1.KollectClusterInventory) string {
+	if ci.Spec.SinkNamespace != "" {
+		return ci.Spec.SinkNamespace
+	}
+	return "kollect-system"
+}
+
+func identity(ci *kollectv1alpha1.KollectClusterInventory) rows.Identity {
+	return rows.Identity{Namespace: status.ClusterNamespace, Name: ci.Name, Generation: ci.Generation}
+}
+
+func bindings(ci *kollectv1alpha1.KollectClusterInventory) inventory.Bindings {
+	sinkNS := sinkNamespace(ci)
+	return inventory.Bindings{Owner: "cluster/" + ci.Name, Refs: ci.Spec.SinkRefs,
+		SinkNamespace: func(ref kollectv1alpha1.InventorySinkRef) string {
+			if ref.Namespace != "" {
+				return ref.Namespace
+			}
+			return sinkNS
+		}, Interval: string(ci.Spec.ExportMinInterval)}
 }
 
 func (r *Reconciler) release(name string) {

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -90,7 +91,13 @@ func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var inv kollectv1alpha1.KollectInventory
-	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }); done {
+	cleanup := func(ctx context.Context) error {
+		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
+		err := r.Resolver.Cleanup(ctx, r.bindings(&inv), identity(&inv))
+		r.cleanupStatus(req.NamespacedName, inv.Generation, err)
+		return err
+	}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }, cleanup); done {
 		return reconcile.Result{}, err
 	}
 	verdict := status.Verdict{Generation: inv.Generation}
@@ -106,8 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil {
 		return degrade(ReasonInvalidSinkRef, err.Error())
 	}
-	bindings, reason, err := r.Resolver.Resolve(ctx, Bindings{Owner: req.String(), Refs: inv.Spec.SinkRefs,
-		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval)})
+	bindings, reason, err := r.Resolver.Resolve(ctx, r.bindings(&inv))
 	if err != nil {
 		if reason == "" {
 			return reconcile.Result{}, err
@@ -117,6 +123,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv), Bindings: bindings})
 	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
+	return Bindings{Owner: inv.Namespace + "/" + inv.Name, Refs: inv.Spec.SinkRefs,
+		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval)}
+}
+
+// cleanupStatus reports a failed cleanup as Degraded while the finalizer
+// holds the inventory.
+func (r *Reconciler) cleanupStatus(key types.NamespacedName, gen int64, err error) {
+	var ce *CleanupError
+	if errors.As(err, &ce) {
+		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: key}, status.Verdict{Generation: gen, Reason: ce.Reason(), Message: ce.Msg})
+	}
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {

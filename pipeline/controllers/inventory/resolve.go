@@ -36,15 +36,7 @@ type Bindings struct {
 // the other bindings keep exporting.
 func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, string, error) {
 	var out []sink.Config
-	for _, fam := range []struct {
-		family, kind string
-		refs         []kollectv1alpha1.InventorySinkRef
-		obj          func() client.Object
-	}{
-		{"snapshot", "KollectSnapshotSink", b.Refs.SnapshotSinkRefs, func() client.Object { return &kollectv1alpha1.KollectSnapshotSink{} }},
-		{"database", "KollectDatabaseSink", b.Refs.DatabaseSinkRefs, func() client.Object { return &kollectv1alpha1.KollectDatabaseSink{} }},
-		{"event", "KollectEventSink", b.Refs.EventSinkRefs, func() client.Object { return &kollectv1alpha1.KollectEventSink{} }},
-	} {
+	for _, fam := range families(b.Refs) {
 		for _, ref := range fam.refs {
 			obj := fam.obj()
 			if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, fam.kind, obj); err != nil {

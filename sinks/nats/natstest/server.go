@@ -30,8 +30,9 @@ type Server struct {
 }
 
 // Start starts a server on a free loopback port; it is shut down and its
-// store removed when the test ends.
-func Start(tb TB) *Server {
+// store removed when the test ends. configure, when given, adjusts the
+// server options (authentication, TLS).
+func Start(tb TB, configure ...func(*server.Options)) *Server {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,6 +45,9 @@ func Start(tb TB) *Server {
 		tb.Fatal(err)
 	}
 	s := &Server{opts: &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}}
+	for _, c := range configure {
+		c(s.opts)
+	}
 	if err := s.Restart(); err != nil {
 		tb.Fatal(err)
 	}
