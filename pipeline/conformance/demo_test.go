@@ -39,17 +39,25 @@ func shopDeployment(name, app, image string) *appsv1.Deployment {
 	}
 }
 
-// TestDemoGitOnlyEndToEnd runs the upstream hero demo (samples/demo/git-only)
-// unchanged except for the sink endpoint, which points at a local bare
-// repository instead of an in-cluster Forgejo. It gets a control plane of
-// its own, so the manager never sees the other samples' external endpoints.
-func TestDemoGitOnlyEndToEnd(t *testing.T) {
+// demo is the upstream hero demo running on a control plane of its own.
+type demo struct {
+	c    client.Client
+	bare string
+}
+
+// startDemo applies samples/demo/git-only unchanged except for the sink
+// endpoint, which points at a local bare repository instead of an
+// in-cluster Forgejo, and runs the manager. It gets a
+// control plane of its own, so the manager never sees the other samples'
+// external endpoints.
+func startDemo(t *testing.T, managerArgs ...string) *demo {
+	t.Helper()
 	ctx := context.Background()
 	demoEnv, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer demoEnv.Stop()
+	t.Cleanup(func() { _ = demoEnv.Stop() })
 	c := demoEnv.Client
 
 	bare := filepath.Join(t.TempDir(), "inventory-demo.git")
@@ -83,17 +91,30 @@ func TestDemoGitOnlyEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	mgr, err := demoEnv.StartManager()
+	mgr, err := demoEnv.StartManager(managerArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := mgr.Stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}()
+	})
+	return &demo{c: c, bare: bare}
+}
 
-	files := func() string { out, _ := git(bare, "ls-tree", "-r", "--name-only", "main"); return out }
+func (d *demo) files() string {
+	out, _ := git(d.bare, "ls-tree", "-r", "--name-only", "main")
+	return out
+}
+
+// TestDemoGitOnlyEndToEnd runs the upstream hero demo (samples/demo/git-only),
+// then its git-postgres variant on top.
+func TestDemoGitOnlyEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	d := startDemo(t, "--dev-allow-loopback-sinks")
+	c, bare := d.c, d.bare
+	files := d.files
 	waitUntil(t, 30*time.Second, "the shop Deployments appear as per-resource files", func() bool {
 		return files() == "namespaces/demo/deployment/cart.yaml\nnamespaces/demo/deployment/storefront.yaml"
 	})
@@ -121,12 +142,12 @@ func TestDemoGitOnlyEndToEnd(t *testing.T) {
 		t.Errorf("the delete: want exactly one new commit, got %s → %s", before, afterDelete)
 	}
 	// Unchanged data (an update that changes no attribute) makes no commit.
-	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "storefront"}, &d); err != nil {
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "storefront"}, &dep); err != nil {
 		t.Fatal(err)
 	}
-	d.Annotations = map[string]string{"touched": "yes"}
-	if err := c.Update(ctx, &d); err != nil {
+	dep.Annotations = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, &dep); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
@@ -142,6 +163,15 @@ func TestDemoGitOnlyEndToEnd(t *testing.T) {
 		return ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == "Exported" &&
 			inv.Status.ExportedCount != nil && *inv.Status.ExportedCount == 1 && inv.Status.ItemCount == 1
 	})
+
+	// A new Deployment, then the git-postgres patch over this inventory.
+	if err := c.Create(ctx, shopDeployment("api", "shop", "ghcr.io/example/api:3.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the new Deployment is committed", func() bool {
+		return files() == "namespaces/demo/deployment/api.yaml\nnamespaces/demo/deployment/storefront.yaml"
+	})
+	t.Run("GitPostgres", func(t *testing.T) { demoGitPostgres(t, d) })
 }
 
 func atoi(s string) int {
