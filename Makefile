@@ -3,10 +3,12 @@
 #   make test          lint + generated-code drift + every unit and envtest suite
 #   make conformance   the upstream-sample suite (reads ../shared/conformance)
 #   make build         bin/kollect
+#   make bench         sink and engine benchmarks
 #
 # Everything a target needs is built from the Go module proxy and cached:
 # the control plane in bin/envtest (and ~/.cache/kollect), Go builds in the
-# Go build cache.
+# Go build cache. PostgreSQL, which the sink tests start on loopback, comes
+# from Debian's package (make test-deps installs it when missing).
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -20,7 +22,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test conformance envtest-assets demo clean help
+.PHONY: all build generate check-generated lint test test-deps conformance envtest-assets bench demo clean help
 
 all: build
 
@@ -54,10 +56,19 @@ lint:
 envtest-assets:
 	bash hack/envtest-assets.sh $(ENVTEST_DIR) etcd kube-apiserver
 
-test: lint check-generated envtest-assets
+## test-deps: the sink test servers Go cannot build (PostgreSQL, from
+## Debian's package; skipped when installed).
+test-deps:
+	bash hack/test-deps.sh
+
+test: lint check-generated envtest-assets test-deps
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) test $(GO_TEST_FLAGS) ./...
 
-conformance: envtest-assets
+## bench: the sink and engine benchmarks (figures in docs/performance.md).
+bench: test-deps
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/extract/
+
+conformance: envtest-assets test-deps
 	@if [ ! -d "$(CONFORMANCE_DIR)/samples" ]; then \
 		echo "conformance corpus not found at $(CONFORMANCE_DIR): set CONFORMANCE_DIR to the upstream corpus (a folder with samples/ and examples/)"; \
 		exit 1; \

@@ -54,6 +54,13 @@ func (w *writer) stage(ctx context.Context, rs []*rows.Row) (int64, error) {
 	if _, err := w.tx.CopyFrom(ctx, pgx.Identifier{"kollect_export_staging"}, stagingColumns, src); err != nil {
 		return 0, fmt.Errorf("copy rows: %w", err)
 	}
+	// A temporary table has no statistics until analysed; without them the
+	// planner joins it by nested loops, quadratic in the row count.
+	if len(rs) > 100 {
+		if _, err := w.tx.Exec(ctx, `ANALYZE kollect_export_staging`); err != nil {
+			return 0, fmt.Errorf("analyze staging table: %w", err)
+		}
+	}
 	return bytes, nil
 }
 
@@ -86,6 +93,11 @@ func (w *writer) count(ctx context.Context) (int, error) {
 // full writes every row and deletes the inventory's rows (of this
 // cluster) that the snapshot does not hold.
 func (w *writer) full(ctx context.Context, rs []*rows.Row) (sinks.Ack, error) {
+	// The table may hold rows inserted in this very transaction, which its
+	// statistics do not show; a nested-loop plan would then be quadratic.
+	if _, err := w.tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
+		return sinks.Ack{}, fmt.Errorf("plan settings: %w", err)
+	}
 	bytes, err := w.stage(ctx, rs)
 	if err != nil {
 		return sinks.Ack{}, err

@@ -179,7 +179,9 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = s.dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The server dies with the test process, even when a test binary is
+	// killed before its cleanups run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if s.cred != nil {
 		cmd.SysProcAttr.Credential = s.cred
 	}
