@@ -5,6 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 
 	"kollect.dev/kollect/pipeline/rows"
 )
@@ -66,4 +69,29 @@ func UntrustedCertificate(err error) bool {
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalid)
+}
+
+// Redact replaces every non-empty secret in msg.
+func Redact(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "<redacted>")
+		}
+	}
+	return msg
+}
+
+// Transport classifies the failures every network client shares: an
+// untrusted server certificate (permanent) and a host name that does not
+// resolve (retried). what names the host ("the DSN's host", "a broker");
+// msg is the redacted error text. It returns nil for other errors.
+func Transport(backend, op, what, msg string, err error) error {
+	var dnsErr *net.DNSError
+	switch {
+	case UntrustedCertificate(err):
+		return Permanent(fmt.Errorf("%s %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", backend, op, msg))
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("%s %s: %s name does not resolve (%s)", backend, op, what, msg)
+	}
+	return nil
 }

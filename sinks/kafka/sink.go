@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -228,22 +227,15 @@ func (s *Sink) classify(op string, err error) error {
 	if errors.Is(err, sinks.ErrPermanent) {
 		return err
 	}
-	msg := err.Error()
-	if s.cfg.Password != "" {
-		msg = strings.ReplaceAll(msg, s.cfg.Password, "<redacted>")
-	}
+	msg := sinks.Redact(err.Error(), s.cfg.Password)
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState), errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return sinks.Permanent(fmt.Errorf("kafka %s: SASL authentication failed; check username and password in the sink's Secret (%s)", op, msg))
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return sinks.Permanent(fmt.Errorf("kafka %s: not authorized for topic %q; grant WRITE (and CREATE in mode ensure) (%s)", op, s.cfg.Topic, msg))
 	}
-	if sinks.UntrustedCertificate(err) {
-		return sinks.Permanent(fmt.Errorf("kafka %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return fmt.Errorf("kafka %s: a broker host name does not resolve (%s)", op, msg)
+	if terr := sinks.Transport("kafka", op, "a broker host", msg, err); terr != nil {
+		return terr
 	}
 	return fmt.Errorf("kafka %s: %s", op, msg)
 }

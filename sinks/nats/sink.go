@@ -260,24 +260,15 @@ func (s *Sink) classify(op string, err error) error {
 	if errors.Is(err, sinks.ErrPermanent) {
 		return err
 	}
-	msg := err.Error()
-	for _, secret := range []string{s.cfg.Token, s.cfg.Password} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "<redacted>")
-		}
-	}
+	msg := sinks.Redact(err.Error(), s.cfg.Token, s.cfg.Password)
 	switch {
 	case errors.Is(err, natsgo.ErrAuthorization), errors.Is(err, natsgo.ErrAuthExpired), strings.Contains(msg, "Authorization Violation"):
 		return sinks.Permanent(fmt.Errorf("nats %s: authorization failed; check the token or username and password in the sink's Secret (%s)", op, msg))
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return sinks.Permanent(fmt.Errorf("nats %s: JetStream is not enabled on the server or account (%s)", op, msg))
 	}
-	if sinks.UntrustedCertificate(err) {
-		return sinks.Permanent(fmt.Errorf("nats %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return fmt.Errorf("nats %s: the server's host name does not resolve (%s)", op, msg)
+	if terr := sinks.Transport("nats", op, "the server's host", msg, err); terr != nil {
+		return terr
 	}
 	return fmt.Errorf("nats %s: %s", op, msg)
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
@@ -20,7 +19,6 @@ func (s *Sink) classify(op string, err error) error {
 	}
 	msg := redact(err.Error(), s.cfg.DSN)
 	var pgErr *pgconn.PgError
-	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
 		return sinks.Permanent(fmt.Errorf("postgres %s: authentication failed; check the user and password in the DSN Secret (%s)", op, msg))
@@ -30,12 +28,11 @@ func (s *Sink) classify(op string, err error) error {
 		return sinks.Permanent(fmt.Errorf("postgres %s: the database named in the DSN does not exist (%s)", op, msg))
 	case errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42703"):
 		return sinks.Permanent(fmt.Errorf("postgres %s: table %s does not have the expected columns (%s)", op, s.table, msg))
-	case errors.As(err, &dnsErr):
-		return fmt.Errorf("postgres %s: the DSN's host name does not resolve (%s)", op, msg)
-	case sinks.UntrustedCertificate(err):
-		return sinks.Permanent(fmt.Errorf("postgres %s: the server's TLS certificate is not trusted; set tls.caSecretRef or tls.caBundle (%s)", op, msg))
 	case strings.Contains(msg, "server refused TLS") || strings.Contains(msg, "SSL is not enabled"):
 		return sinks.Permanent(fmt.Errorf("postgres %s: the server does not offer TLS; use sslmode=disable in the DSN or enable TLS on the server (%s)", op, msg))
+	}
+	if terr := sinks.Transport("postgres", op, "the DSN's host", msg, err); terr != nil {
+		return terr
 	}
 	return fmt.Errorf("postgres %s: %s", op, msg)
 }
