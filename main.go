@@ -2,6 +2,7 @@
 //
 //	kollect manager   run the operator
 //	kollect collect   collect once with a kubeconfig and print the rows
+//	kollect validate  check manifests offline
 //	kollect version   print the version
 package main
 
@@ -39,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), newVersionCommand())
 	return root
 }
 
