@@ -2,8 +2,8 @@
 # envtest-assets.sh DIR [BINARY...]
 #
 # Builds the control-plane binaries the tests and the demo run (kube-apiserver
-# and etcd by default; kube-controller-manager, kube-scheduler and kwok on
-# request) from the Go module proxy into DIR. Each binary is built once into a
+# and etcd by default; kube-controller-manager, kube-scheduler, kwok and
+# kubectl on request) from the Go module proxy into DIR. Each binary is built once into a
 # per-user cache keyed by the wrapper modules' content, so a fresh clone on the
 # same machine copies it instead of rebuilding (a cold kube-apiserver build
 # takes about 15 minutes on 2 cores).
@@ -23,6 +23,7 @@ key="$(cat "$here/envtest/k8s/go.mod" "$here/envtest/k8s/go.sum" \
 	"$here/envtest/etcd/go.mod" "$here/envtest/etcd/go.sum" | sha256sum | cut -c1-16)-$kwok_version"
 cache="${KOLLECT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kollect}/envtest-$key"
 mkdir -p "$dest" "$cache"
+base_cache="$cache"
 
 ldflags_k8s="-s -w \
  -X k8s.io/component-base/version.gitVersion=$k8s_version \
@@ -44,6 +45,8 @@ build() {
 	etcd)
 		(cd "$here/envtest/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
 			-o "$out" go.etcd.io/etcd/server/v3) ;;
+	kubectl)
+		(cd "$here/envtest/kubectl" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags_k8s" -o "$out" .) ;;
 	kwok)
 		GOBIN="$cache/gobin" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
 			"sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
@@ -54,7 +57,17 @@ build() {
 	mv "$out" "$cache/$bin"
 }
 
+# kubectl has a wrapper module of its own and so a cache key of its own:
+# changing it never rebuilds the control plane.
+kubectl_cache="${KOLLECT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kollect}/kubectl-$(cat "$here/envtest/kubectl/go.mod" \
+	"$here/envtest/kubectl/go.sum" "$here/envtest/kubectl/main.go" | sha256sum | cut -c1-16)"
+
 for bin in "${bins[@]}"; do
+	cache="$base_cache"
+	if [ "$bin" = kubectl ]; then
+		cache="$kubectl_cache"
+		mkdir -p "$cache"
+	fi
 	if [ -x "$dest/$bin" ] && cmp -s "$dest/$bin" "$cache/$bin" 2>/dev/null; then
 		continue
 	fi
