@@ -38,9 +38,9 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func fatal(format string, a ...any) error { return &ExitError{Code: 2, Err: fmt.Errorf(format, a...)} }
 
 type collectOptions struct {
-	kubeconfig, context, namespace, output string
-	allNamespaces                          bool
-	files                                  []string
+	kubeconfig, context, namespace, output, sink string
+	allNamespaces, watch                         bool
+	files                                        []string
 }
 
 // NewCollectCommand builds `kollect collect`.
@@ -52,6 +52,9 @@ func NewCollectCommand() *cobra.Command {
 		Long: `collect reads KollectProfile and KollectTarget manifests (-f, files or folders),
 lists the selected objects with your kubeconfig and prints what the operator would export.
 No operator and no CRDs are needed in the cluster.
+
+With --sink the rows go to a Git repository (one document per target, one commit per
+change) instead of stdout. With --watch it keeps running and reports every change.
 
 Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected or bad input.`,
 		Args: cobra.NoArgs,
@@ -66,6 +69,8 @@ Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Collect from every namespace the targets select (the default).")
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "Profile and target manifests: files or folders (repeatable).")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, ndjson, json or yaml.")
+	f.StringVar(&o.sink, "sink", "", "Write to the KollectSnapshotSink in this file (Git) instead of stdout; its secretRef resolves against Secret manifests in the -f files or this file, and a value ${env:VAR} is read from the environment.")
+	f.BoolVarP(&o.watch, "watch", "w", false, "After the first collection, keep watching and print (or export) every change until interrupted.")
 	return cmd
 }
 
@@ -126,30 +131,65 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 	if _, err := disco.ServerVersion(); err != nil {
 		return fatal("cannot reach the cluster of context %q: %v", contextName, err)
 	}
-	c := &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: stderr, namespace: o.namespace}
+	var out *sinkOutput
+	if o.sink != "" {
+		if out, err = openSink(o.sink, cfg); err != nil {
+			return fatal("%v", err)
+		}
+		defer out.close()
+	} else if len(cfg.Sinks) > 0 {
+		fmt.Fprintf(stderr, "warning: KollectSnapshotSink %q in -f is not used; pass --sink FILE to write to it\n", cfg.Sinks[0].Name)
+	}
+	c := &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: stderr, namespace: o.namespace,
+		progress: newProgress(stderr)}
 	if err := c.loadNamespaces(ctx); err != nil {
 		return fatal("%v", err)
 	}
 
-	var records []record
+	var runs []*targetRun
 	failed := 0
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
-		rec, err := c.collectTarget(ctx, cfg, t, contextName)
+		tr, err := c.collectTarget(ctx, cfg, t)
 		if err != nil {
 			failed++
 			fmt.Fprintf(stderr, "error: KollectTarget %s/%s: %v\n", t.Namespace, t.Name, err)
 			continue
 		}
-		records = append(records, *rec)
+		runs = append(runs, tr)
 	}
-	if err := print(stdout, o.output, records); err != nil {
+	cluster := ""
+	if out != nil {
+		cluster = out.cluster
+	}
+	records := make([]record, 0, len(runs))
+	for _, tr := range runs {
+		records = append(records, tr.record(contextName, cluster))
+	}
+	if out != nil {
+		exported := 0
+		for _, rec := range records {
+			if err := out.export(ctx, rec.snap); err != nil {
+				fmt.Fprintf(stderr, "error: export %s/%s to %s: %v\n", rec.TargetNamespace, rec.TargetName, out.name, err)
+				failed++
+				continue
+			}
+			exported++
+		}
+		fmt.Fprintf(stdout, "exported %d target(s) to %s\n", exported, out.name)
+		if exported == 0 && len(records) > 0 {
+			return &ExitError{Code: 2, Err: fmt.Errorf("nothing exported to %s", out.name)}
+		}
+	} else if err := print(stdout, o.output, records); err != nil {
 		return fatal("write output: %v", err)
 	}
-	switch {
-	case len(records) == 0:
+	if len(records) == 0 {
 		return &ExitError{Code: 2, Err: fmt.Errorf("no target collected")}
-	case failed > 0:
+	}
+	if o.watch {
+		return c.watch(ctx, runs, watchOutput{w: stdout, format: o.output, context: contextName, sink: out, stderr: stderr})
+	}
+	if failed > 0 {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d targets failed", failed, len(cfg.Targets))}
 	}
 	return nil
@@ -159,9 +199,12 @@ type collector struct {
 	dyn        dynamic.Interface
 	resolver   *informers.Resolver
 	stderr     io.Writer
+	progress   *progress
 	namespace  string
 	namespaces map[string]*unstructured.Unstructured
 }
+
+func (c *collector) namespaceOf(name string) *unstructured.Unstructured { return c.namespaces[name] }
 
 func (c *collector) loadNamespaces(ctx context.Context) error {
 	list, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
@@ -175,7 +218,43 @@ func (c *collector) loadNamespaces(ctx context.Context) error {
 	return nil
 }
 
-func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1alpha1.KollectTarget, contextName string) (*record, error) {
+// targetRun is one target being collected: its compiled evaluator, the
+// kinds it lists and the rows it holds.
+type targetRun struct {
+	target *kollectv1alpha1.KollectTarget
+	ev     *collect.Evaluator
+	kinds  []listedKind
+	rows   map[rows.Key]*rows.Row
+}
+
+type listedKind struct {
+	gvk        schema.GroupVersionKind
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}
+
+func (tr *targetRun) snapshot() *rows.Snapshot {
+	out := make([]*rows.Row, 0, len(tr.rows))
+	for _, r := range tr.rows {
+		out = append(out, r)
+	}
+	return rows.NewSnapshot(rows.Identity{Namespace: tr.target.Namespace, Name: tr.target.Name}, out, time.Now())
+}
+
+func (tr *targetRun) record(contextName, cluster string) record {
+	snap := tr.snapshot()
+	if cluster == "" {
+		cluster = contextName
+	}
+	return record{Context: contextName, TargetNamespace: tr.target.Namespace, TargetName: tr.target.Name,
+		Path: fmt.Sprintf("inventory/%s/%s.yaml", tr.target.Namespace, tr.target.Name), Envelope: snap.Envelope(cluster), snap: snap}
+}
+
+// listPage is how many objects one list request returns; progress is
+// reported per page.
+const listPage = 500
+
+func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1alpha1.KollectTarget) (*targetRun, error) {
 	p := cfg.Profile(t)
 	if p == nil {
 		return nil, fmt.Errorf("profileRef %q: no KollectProfile of that name in the files", t.Spec.ProfileRef)
@@ -184,41 +263,45 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	if err != nil {
 		return nil, err
 	}
-	ev := &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name, ProfileGVK: compiled.GVK,
-		Selection: compiled.Selection, Extractor: compiled.Extractor}
-	var out []*rows.Row
-	failures := 0
+	tr := &targetRun{target: t, rows: map[rows.Key]*rows.Row{}, ev: &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name,
+		ProfileGVK: compiled.GVK, Selection: compiled.Selection, Extractor: compiled.Extractor}}
 	for _, gvk := range compiled.Selection.GVKs(compiled.GVK) {
 		gvr, namespaced, err := c.resolver.Resolve(gvk)
 		if err != nil {
 			return nil, err
 		}
+		tr.kinds = append(tr.kinds, listedKind{gvk: gvk, gvr: gvr, namespaced: namespaced})
 		res := c.dyn.Resource(gvr)
-		var list *unstructured.UnstructuredList
+		var lister dynamic.ResourceInterface = res
 		if c.namespace != "" && namespaced {
-			list, err = res.Namespace(c.namespace).List(ctx, metav1.ListOptions{})
-		} else {
-			list, err = res.List(ctx, metav1.ListOptions{})
+			lister = res.Namespace(c.namespace)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
-		}
-		for i := range list.Items {
-			row, err := ev.Row(gvk, &list.Items[i], func(n string) *unstructured.Unstructured { return c.namespaces[n] })
+		seen, kept := 0, 0
+		for cont := ""; ; {
+			list, err := lister.List(ctx, metav1.ListOptions{Limit: listPage, Continue: cont})
 			if err != nil {
-				failures++
-				fmt.Fprintf(c.stderr, "warning: %s %s/%s: %v\n", gvk.Kind, list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
-				continue
+				return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
 			}
-			if row != nil {
-				out = append(out, row)
+			for i := range list.Items {
+				row, err := tr.ev.Row(gvk, &list.Items[i], c.namespaceOf)
+				if err != nil {
+					fmt.Fprintf(c.stderr, "warning: %s %s/%s: %v\n", gvk.Kind, list.Items[i].GetNamespace(), list.Items[i].GetName(), err)
+					continue
+				}
+				if row != nil {
+					tr.rows[row.Key()] = row
+					kept++
+				}
+			}
+			seen += len(list.Items)
+			c.progress.update(fmt.Sprintf("%s/%s: %d of %d %s selected", t.Namespace, t.Name, kept, seen, gvr.Resource))
+			if cont = list.GetContinue(); cont == "" {
+				break
 			}
 		}
-		fmt.Fprintf(c.stderr, "collected %d of %d %s for %s/%s\n", len(out), len(list.Items), gvr.Resource, t.Namespace, t.Name)
+		c.progress.done(fmt.Sprintf("collected %d of %d %s for %s/%s", kept, seen, gvr.Resource, t.Namespace, t.Name))
 	}
-	snap := rows.NewSnapshot(rows.Identity{Namespace: t.Namespace, Name: t.Name}, out, time.Now())
-	return &record{Context: contextName, TargetNamespace: t.Namespace, TargetName: t.Name,
-		Path: fmt.Sprintf("inventory/%s/%s.yaml", t.Namespace, t.Name), Envelope: snap.Envelope(contextName), snap: snap}, nil
+	return tr, nil
 }
 
 func print(w io.Writer, format string, records []record) error {

@@ -46,14 +46,8 @@ func setup(t *testing.T) (kubeconfig, dir string) {
 	for _, ns := range []string{"cli-a", "cli-b"} {
 		_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	replicas := int32(2)
 	for _, d := range []struct{ ns, name, app, image string }{{"cli-a", "web", "shop", "web:1"}, {"cli-b", "cart", "shop", "cart:2"}, {"cli-b", "db", "other", "db:1"}} {
-		lbl := map[string]string{"app": d.app}
-		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: d.name, Labels: lbl},
-			Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: lbl},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: d.image}}}}}}
-		_ = env.Client.Create(ctx, dep)
+		_ = env.Client.Create(ctx, deployment(d.ns, d.name, d.app, d.image))
 	}
 	dir = t.TempDir()
 	kubeconfig = filepath.Join(dir, "kubeconfig")
@@ -64,6 +58,15 @@ func setup(t *testing.T) (kubeconfig, dir string) {
 		t.Fatal(err)
 	}
 	return kubeconfig, dir
+}
+
+func deployment(ns, name, app, image string) *appsv1.Deployment {
+	lbl := map[string]string{"app": app}
+	replicas := int32(2)
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbl},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}}}
 }
 
 func run(args ...string) (string, string, error) {
@@ -165,6 +168,14 @@ metadata: {name: argo, namespace: ops}
 spec: {profileRef: apps}
 `), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	denied := filepath.Join(dir, "denied-kubeconfig")
+	if err := env.WriteUserKubeconfig(denied, "nobody"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run("--kubeconfig", denied, "-f", filepath.Join(dir, "pipeline.yaml"))
+	if code(err) != 2 || !strings.Contains(err.Error()+stderr, "forbidden") {
+		t.Errorf("a user RBAC denies: want exit 2 and the API server's forbidden message, got %v\n%s", err, stderr)
 	}
 	out, stderr, err := run("--kubeconfig", kubeconfig, "-f", dir, "-o", "ndjson")
 	if code(err) != 1 || !strings.Contains(stderr, "not served") || strings.Count(strings.TrimSpace(out), "\n") != 0 {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -21,7 +22,11 @@ import (
 type Config struct {
 	Profiles []kollectv1alpha1.KollectProfile
 	Targets  []kollectv1alpha1.KollectTarget
-	Skipped  []string // other kinds, reported as warnings
+	Sinks    []kollectv1alpha1.KollectSnapshotSink
+	// Secrets are Secret manifests (data and stringData merged), by
+	// namespace/name, for a sink's secretRef.
+	Secrets map[string]map[string][]byte
+	Skipped []string // other kinds, reported as warnings
 }
 
 // Load reads YAML or JSON files, or every *.yaml/*.yml/*.json directly in
@@ -78,14 +83,20 @@ func (c *Config) read(file string) error {
 			continue
 		}
 		where := fmt.Sprintf("%s: %s %q", file, u.GetKind(), u.GetName())
-		if !strings.HasPrefix(u.GetAPIVersion(), "kollect.dev/") {
-			c.Skipped = append(c.Skipped, where)
-			continue
-		}
 		if u.GetNamespace() == "" {
 			u.SetNamespace("default")
 		}
 		raw, _ := json.Marshal(u.Object)
+		if u.GetAPIVersion() == "v1" && u.GetKind() == "Secret" {
+			if err := c.addSecret(raw); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			continue
+		}
+		if !strings.HasPrefix(u.GetAPIVersion(), "kollect.dev/") {
+			c.Skipped = append(c.Skipped, where)
+			continue
+		}
 		switch u.GetKind() {
 		case "KollectProfile":
 			var p kollectv1alpha1.KollectProfile
@@ -99,10 +110,35 @@ func (c *Config) read(file string) error {
 				return fmt.Errorf("%s: %w", where, err)
 			}
 			c.Targets = append(c.Targets, t)
+		case "KollectSnapshotSink":
+			var sk kollectv1alpha1.KollectSnapshotSink
+			if err := json.Unmarshal(raw, &sk); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			c.Sinks = append(c.Sinks, sk)
 		default:
 			c.Skipped = append(c.Skipped, where)
 		}
 	}
+}
+
+func (c *Config) addSecret(raw []byte) error {
+	var sec corev1.Secret
+	if err := json.Unmarshal(raw, &sec); err != nil {
+		return err
+	}
+	data := map[string][]byte{}
+	for k, v := range sec.Data {
+		data[k] = v
+	}
+	for k, v := range sec.StringData {
+		data[k] = []byte(v)
+	}
+	if c.Secrets == nil {
+		c.Secrets = map[string]map[string][]byte{}
+	}
+	c.Secrets[sec.Namespace+"/"+sec.Name] = data
+	return nil
 }
 
 // Profile finds a target's profile: same namespace first, then by name.

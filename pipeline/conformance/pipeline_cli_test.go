@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +65,49 @@ func TestPipelineSamplesCollect(t *testing.T) {
 				t.Errorf("record: %+v", rec)
 			}
 		})
+	}
+}
+
+// TestPipelineGitSinkSample runs samples/pipeline/git-sink with its sink
+// (endpoint pointed at a local repository, token from the environment as
+// its credentials.yaml expects): the document lands at the sample's
+// pathTemplate.
+func TestPipelineGitSinkSample(t *testing.T) {
+	ensureNamespaces(t, "kollect-system", "shop")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig, "ctx"); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	if out, err := git("", "init", "--bare", "-q", "-b", "main", bare); err != nil {
+		t.Fatal(out)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(corpusDir, "samples/pipeline/git-sink")
+	for _, f := range []string{"profile.yaml", "target.yaml", "credentials.yaml", "sink.yaml"} {
+		data, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "sink.yaml" {
+			data = []byte(strings.Replace(string(data), "https://gitlab.example.com/platform-team/cluster-inventory.git", "file://"+bare, 1))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KOLLECT_GIT_TOKEN", "token-from-ci")
+	var out, errOut bytes.Buffer
+	cmd := cli.NewCollectCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-f", dir, "--sink", filepath.Join(dir, "sink.yaml")})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("collect --sink: %v\n%s", err, errOut.String())
+	}
+	files, _ := git(bare, "ls-tree", "-r", "--name-only", "main")
+	if files != "clusters/my-cluster/kollect-system/deployment-images.yaml" {
+		t.Errorf("files in the repository: %q", files)
 	}
 }

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// progress reports long lists on stderr: a line rewritten in place when
+// stderr is a terminal, plain lines (one per finished kind) otherwise.
+type progress struct {
+	w    io.Writer
+	tty  bool
+	last time.Time
+}
+
+func newProgress(w io.Writer) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, tty: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// update shows work in progress (terminals only, at most ten times a
+// second).
+func (p *progress) update(msg string) {
+	if !p.tty || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.w, "\r\033[K%s", msg)
+}
+
+// done reports a finished step.
+func (p *progress) done(msg string) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s\n", msg)
+		return
+	}
+	fmt.Fprintln(p.w, msg)
+}
