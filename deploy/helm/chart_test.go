@@ -1,0 +1,215 @@
+// Package helm_test checks the Helm chart: helm lint, the values schema,
+// and a server-side dry-run apply of everything it renders against the
+// test control plane, with default values, every option on, and tenant
+// mode.
+package helm_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/pipeline/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const chart = "kollect"
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		bin = filepath.Join(env.RepoRoot, "bin", "helm")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("helm not found at %s: run `make helm` (or set HELM): %v", bin, err)
+	}
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func render(t *testing.T, valueFiles ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "kollect", chart, "--namespace", "kollect-system"}
+	for _, f := range valueFiles {
+		args = append(args, "-f", f)
+	}
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", valueFiles, err, out)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("rendered YAML: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func kinds(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	for _, values := range [][]string{nil, {"testdata/all-on.yaml"}, {"testdata/tenant.yaml"}} {
+		args := []string{"lint", chart, "--strict"}
+		for _, v := range values {
+			args = append(args, "-f", v)
+		}
+		if out, err := helm(t, args...); err != nil || !strings.Contains(out, "0 chart(s) failed") {
+			t.Errorf("helm lint %v: %v\n%s", values, err, out)
+		}
+	}
+}
+
+func TestValuesSchemaRejectsWrongTypes(t *testing.T) {
+	out, err := helm(t, "template", "kollect", chart, "-f", "testdata/wrong-type.yaml")
+	if err == nil || !strings.Contains(out, "replicaCount") || !strings.Contains(out, "port") {
+		t.Fatalf("want the schema to reject replicaCount and metrics.port, got %v\n%s", err, out)
+	}
+	out, err = helm(t, "template", "kollect", chart, "--set", "tenantMode=true")
+	if err == nil || !strings.Contains(out, "watchNamespaces") {
+		t.Fatalf("tenant mode without watchNamespaces: want a schema error, got %v\n%s", err, out)
+	}
+	out, err = helm(t, "template", "kollect", chart, "--set", "metricz.enabled=true")
+	if err == nil || !strings.Contains(out, "metricz") {
+		t.Fatalf("a misspelt key: want a schema error, got %v\n%s", err, out)
+	}
+}
+
+// TestRenderedObjectsApply dry-runs every rendered object with
+// server-side apply and strict field validation.
+func TestRenderedObjectsApply(t *testing.T) {
+	ctx := context.Background()
+	crds, err := os.ReadFile("testdata/monitoring-crds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(crds), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"kollect-system", "team-a", "team-b", "monitoring"} {
+		_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	testenv.Eventually(t, 30*time.Second, "the monitoring CRDs are served", func() error {
+		var l unstructured.UnstructuredList
+		l.SetAPIVersion("monitoring.coreos.com/v1")
+		l.SetKind("PrometheusRuleList")
+		return env.Client.List(ctx, &l)
+	})
+	for name, values := range map[string][]string{"default": nil, "all-on": {"testdata/all-on.yaml"}, "tenant": {"testdata/tenant.yaml"}} {
+		t.Run(name, func(t *testing.T) {
+			objs := render(t, values...)
+			for _, o := range objs {
+				err := env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.ForceOwnership, client.DryRunAll,
+					client.FieldValidation(metav1.FieldValidationStrict))
+				if err != nil {
+					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+			got := kinds(objs)
+			switch name {
+			case "all-on":
+				for _, want := range []string{"ServiceMonitor/kollect", "PrometheusRule/kollect", "NetworkPolicy/kollect",
+					"PodDisruptionBudget/kollect", "ClusterRole/kollect-metrics-reader", "Role/kollect-sink-secrets"} {
+					if !slices.Contains(got, want) {
+						t.Errorf("all-on render lacks %s: %v", want, got)
+					}
+				}
+			case "tenant":
+				for _, k := range got {
+					if strings.HasPrefix(k, "ClusterRole") {
+						t.Errorf("tenant mode renders %s; it must stay namespaced", k)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDefaultsAreLeastPrivilegeAndHardened: no Secret access cluster-wide,
+// no wildcard kinds, a hardened pod, leader election on, and a metrics
+// reader role so Prometheus can scrape as installed.
+func TestDefaultsAreLeastPrivilegeAndHardened(t *testing.T) {
+	objs := render(t)
+	var dep *unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole":
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			for _, r := range rules {
+				m := r.(map[string]any)
+				res, _, _ := unstructured.NestedStringSlice(m, "resources")
+				groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+				if slices.Contains(res, "secrets") || (slices.Contains(res, "*") && !slices.Equal(groups, []string{"kollect.dev"})) {
+					t.Errorf("ClusterRole %s grants %v on %v", o.GetName(), res, groups)
+				}
+			}
+		case "Deployment":
+			dep = o
+		}
+	}
+	if !slices.Contains(kinds(objs), "ClusterRole/kollect-metrics-reader") {
+		t.Error("no metrics-reader ClusterRole: /metrics would not be scrapeable as installed")
+	}
+	if dep == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	c, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	ctr := c[0].(map[string]any)
+	args, _, _ := unstructured.NestedStringSlice(ctr, "args")
+	for _, want := range []string{"manager", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("manager args lack %s: %v", want, args)
+		}
+	}
+	for path, want := range map[string]any{"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false} {
+		if v, _, _ := unstructured.NestedFieldNoCopy(ctr, "securityContext", path); v != want {
+			t.Errorf("securityContext.%s = %v, want %v", path, v, want)
+		}
+	}
+	if v, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "securityContext", "seccompProfile", "type"); v != "RuntimeDefault" {
+		t.Errorf("seccompProfile %q", v)
+	}
+	if v, _, _ := unstructured.NestedBool(dep.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot"); !v {
+		t.Error("runAsNonRoot is not set")
+	}
+}
