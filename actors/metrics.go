@@ -20,6 +20,7 @@ type Metrics struct {
 	written   *prometheus.CounterVec
 	lastOK    *prometheus.GaugeVec
 	failures  *prometheus.GaugeVec
+	invItems  *prometheus.GaugeVec
 	items     prometheus.Gauge
 }
 
@@ -50,11 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Unix time of a binding's last acknowledged export."}, []string{"inventory", "binding"}),
 		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_sink_consecutive_failures",
 			Help: "Failed exports of a binding since its last success."}, []string{"inventory", "binding"}),
+		invItems: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_inventory_items",
+			Help: "Rows an inventory holds (what its next export carries)."}, []string{"inventory"}),
 		items: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kollect_collect_items_total",
 			Help: "Rows held by all targets."}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.items)
+		m.written, m.lastOK, m.failures, m.invItems, m.items)
 	return m
 }
 
@@ -123,6 +126,19 @@ func (m *Metrics) Export(sinkType string, seconds float64, bytes int64, errClass
 		return
 	}
 	m.exportB.WithLabelValues(sinkType).Add(float64(bytes))
+}
+
+// InventoryItems records an inventory's row count; a negative count drops
+// the series (the inventory stopped).
+func (m *Metrics) InventoryItems(inventory string, n int) {
+	if m == nil {
+		return
+	}
+	if n < 0 {
+		m.invItems.DeleteLabelValues(inventory)
+		return
+	}
+	m.invItems.WithLabelValues(inventory).Set(float64(n))
 }
 
 // ItemsDelta adjusts the total row gauge.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test-deps.sh: installs what the sink tests start on loopback and that the
-# Go module proxy cannot provide: PostgreSQL's server binaries, from
-# Debian's postgresql package. (NATS and Kafka run in-process from Go
-# modules.) Skipped when the binaries are already there.
+# test-deps.sh: installs what the tests start on loopback and that the Go
+# module proxy cannot provide, from Debian's packages: PostgreSQL's server
+# (the Postgres sink tests) and Prometheus with promtool (the metrics
+# scrape and alert-rule tests). NATS and Kafka run in-process from Go
+# modules. Skipped when the binaries are already there.
 set -euo pipefail
 
 have_postgres() {
@@ -12,10 +13,15 @@ have_postgres() {
 	command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
 }
 
-if have_postgres; then
+have_prometheus() { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; }
+
+pkgs=()
+have_postgres || pkgs+=(postgresql)
+have_prometheus || pkgs+=(prometheus)
+if [ ${#pkgs[@]} -eq 0 ]; then
 	exit 0
 fi
-echo "test-deps: installing PostgreSQL (Debian package postgresql)" >&2
+echo "test-deps: installing ${pkgs[*]} (Debian packages)" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
 	command -v sudo >/dev/null 2>&1 || { echo "test-deps: need root or sudo to install postgresql" >&2; exit 1; }
@@ -23,7 +29,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-# The package's own cluster is neither needed nor started: the tests run
-# initdb and postgres in temporary directories.
-$sudo apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+# The packages' own services are neither needed nor started: the tests run
+# initdb/postgres and prometheus in temporary directories.
+$sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 have_postgres || { echo "test-deps: postgresql installed but initdb/postgres not found" >&2; exit 1; }
+have_prometheus || { echo "test-deps: prometheus installed but prometheus/promtool not found" >&2; exit 1; }

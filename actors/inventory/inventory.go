@@ -125,6 +125,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 		for _, pid := range a.targets {
 			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
 		}
+		if a.cfg != nil {
+			a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, -1)
+		}
 	}
 }
 
@@ -230,6 +233,7 @@ func (a *actorState) sendReport() {
 		return
 	}
 	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len()}
+	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()
 	}

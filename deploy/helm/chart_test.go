@@ -213,3 +213,16 @@ func TestDefaultsAreLeastPrivilegeAndHardened(t *testing.T) {
 		t.Error("runAsNonRoot is not set")
 	}
 }
+
+// TestAlertRulesParse checks the chart's alerting rules with promtool
+// (Debian's prometheus package; `make test-deps` installs it).
+func TestAlertRulesParse(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool not found: run `make test-deps`: %v", err)
+	}
+	out, err := exec.Command(promtool, "check", "rules", "kollect/files/alerts.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS: 5 rules found") {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
