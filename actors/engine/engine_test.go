@@ -21,6 +21,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/inventory"
 	"kollect.dev/kollect/actors/messages"
@@ -101,6 +106,11 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	// Trace the whole run: event → extraction → export → sink write.
+	spans := tracetest.NewInMemoryExporter()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)))
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	bare := filepath.Join(t.TempDir(), "inventory.git")
 	if out, err := gitOut(t, "", "init", "--bare", "-b", "main", bare); err != nil {
@@ -251,6 +261,44 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	}
 	if inv.ItemCount != 3 || len(inv.Bindings) != 1 || inv.Bindings[0].Exported != 3 || inv.Bindings[0].Err != "" {
 		t.Errorf("inventory report: want 3 rows, all acknowledged by the sink, got %+v", inv)
+	}
+	checkTracePath(t, spans.GetSpans())
+}
+
+// checkTracePath: collect spans name their target; export spans link to
+// collect spans whose changes they shipped, and each has a sink-write child.
+func checkTracePath(t *testing.T, spans tracetest.SpanStubs) {
+	t.Helper()
+	collects := map[string]bool{}
+	writesUnder := map[string]bool{}
+	for _, s := range spans {
+		switch s.Name {
+		case "kollect.collect":
+			for _, a := range s.Attributes {
+				if a.Key == "kollect.target" && strings.Contains(a.Value.AsString(), "default/shop") {
+					collects[s.SpanContext.SpanID().String()] = true
+				}
+			}
+		case "kollect.sink.write":
+			writesUnder[s.Parent.SpanID().String()] = true
+		}
+	}
+	linked := 0
+	for _, s := range spans {
+		if s.Name != "kollect.export" {
+			continue
+		}
+		if !writesUnder[s.SpanContext.SpanID().String()] {
+			t.Errorf("export span %s has no kollect.sink.write child", s.SpanContext.SpanID())
+		}
+		for _, l := range s.Links {
+			if collects[l.SpanContext.SpanID().String()] {
+				linked++
+			}
+		}
+	}
+	if len(collects) == 0 || linked == 0 {
+		t.Errorf("trace path: %d collect spans of target shop, %d links from exports to them", len(collects), linked)
 	}
 }
 

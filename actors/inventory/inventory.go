@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
@@ -74,6 +75,9 @@ type Reporter interface {
 
 type flush struct{}
 
+// maxLinks bounds the collect spans one export span links to.
+const maxLinks = 32
+
 type binding struct {
 	cfg    sink.Config
 	pid    *actor.PID
@@ -91,6 +95,9 @@ type actorState struct {
 	bindings  map[string]*binding
 	scheduled bool
 	dirty     bool
+	// links are the collect spans whose changes the next snapshot carries
+	// (tracing only; at most maxLinks).
+	links []trace.Link
 	// buildCost is how long the last snapshot took; the batch window
 	// stretches to four times it, so building stays a bounded share of CPU.
 	buildCost time.Duration
@@ -112,6 +119,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.configure(ctx, msg.Config)
 	case *messages.RowsChanged:
 		a.dirty = a.rows.apply(msg) || a.dirty
+		if msg.Trace.IsValid() && len(a.links) < maxLinks {
+			a.links = append(a.links, trace.Link{SpanContext: msg.Trace})
+		}
 		a.schedule(ctx)
 	case *messages.TargetGone:
 		a.dirty = a.rows.drop(msg.Target) || a.dirty
@@ -207,8 +217,9 @@ func (a *actorState) export(ctx actor.Context) {
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
 	a.buildCost = time.Since(start)
 	for _, b := range a.bindings {
-		ctx.Send(b.pid, &sink.Offer{Snapshot: snap})
+		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
 	}
+	a.links = nil
 	a.sendReport()
 }
 

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"kollect.dev/kollect/pipeline/rows"
 )
@@ -32,6 +33,9 @@ type RowsChanged struct {
 	Upserts []*rows.Row
 	Deletes []rows.Key
 	Replace bool
+	// Trace is the collect span that produced the change (invalid when
+	// tracing is off); the export that ships it links to it.
+	Trace trace.SpanContext
 }
 
 // TargetGone tells inventories that a target stopped: its rows are gone.

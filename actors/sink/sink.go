@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/pipeline/rows"
@@ -73,8 +76,12 @@ type Slot struct {
 	AckedAt time.Time
 }
 
-// Offer hands the binding a new snapshot.
-type Offer struct{ Snapshot *rows.Snapshot }
+// Offer hands the binding a new snapshot. Links name the collect spans
+// whose changes it carries (tracing only).
+type Offer struct {
+	Snapshot *rows.Snapshot
+	Links    []trace.Link
+}
 
 // Result reports an export attempt to the parent.
 type Result struct {
@@ -110,6 +117,8 @@ type actorState struct {
 	timer    *time.Timer
 	cancel   context.CancelFunc
 	debounce Debounce
+	// links accumulate until an export ships the changes they traced.
+	links []trace.Link
 }
 
 // Props builds a supervised sink actor for one binding.
@@ -135,6 +144,10 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
 	case *Offer:
 		a.slot.Latest = msg.Snapshot
+		a.links = append(a.links, msg.Links...)
+		if len(a.links) > 64 {
+			a.links = a.links[len(a.links)-64:]
+		}
 		a.maybeStart(ctx)
 	case *done:
 		a.finish(ctx, msg)
@@ -189,11 +202,13 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	a.inflight = true
 	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 	a.cancel = cancel
-	self, root, backend, acked := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.slot.Acked
+	self, root, backend, acked, cfg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.slot.Acked, a.cfg
+	links := a.links
+	a.links = nil
 	go func() {
 		defer cancel()
 		start := time.Now()
-		ack, err := safeExport(exportCtx, backend, rows.Diff(acked, snap))
+		ack, err := tracedExport(exportCtx, cfg, links, backend, acked, snap)
 		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
 	}()
 }
@@ -241,6 +256,30 @@ func (a *actorState) backoff() time.Duration {
 	}
 	d = min(d, a.cfg.BackoffMax)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// tracedExport computes the delta and runs the backend inside the export
+// spans: kollect.export (linked to the collect spans of the changes it
+// ships) and its child kollect.sink.write.
+func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend sinks.Backend, acked, snap *rows.Snapshot) (sinks.Ack, error) {
+	tracer := actors.Tracer()
+	ctx, span := tracer.Start(ctx, "kollect.export", trace.WithLinks(links...), trace.WithAttributes(
+		attribute.String(actors.AttrInventory, cfg.Inventory), attribute.String(actors.AttrBinding, cfg.Key),
+		attribute.String(actors.AttrSinkType, cfg.Type), attribute.Int("kollect.rows", len(snap.Rows))))
+	defer span.End()
+	d := rows.Diff(acked, snap)
+	span.SetAttributes(attribute.Int("kollect.rows.upserted", len(d.Upserts)), attribute.Int("kollect.rows.deleted", len(d.Deletes)),
+		attribute.Bool("kollect.delta.full", d.Full()))
+	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))
+	ack, err := safeExport(ctx, backend, d)
+	write.SetAttributes(attribute.Int("kollect.written", ack.Written), attribute.Int64("kollect.bytes", ack.Bytes))
+	if err != nil {
+		write.RecordError(err)
+		write.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, "sink write failed")
+	}
+	write.End()
+	return ack, err
 }
 
 // safeExport turns a backend panic into an export error: a bug in one

@@ -1,9 +1,12 @@
 package target
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -87,7 +90,7 @@ func (s subscription) send(ctx actor.Context, m *messages.RowsChanged) {
 		ctx.Send(s.pid, m)
 		return
 	}
-	out := &messages.RowsChanged{Target: m.Target, Replace: m.Replace}
+	out := &messages.RowsChanged{Target: m.Target, Replace: m.Replace, Trace: m.Trace}
 	for _, r := range m.Upserts {
 		if s.wants(r.TargetNamespace) {
 			out.Upserts = append(out.Upserts, r)
@@ -133,6 +136,10 @@ func (a *actorState) Receive(ctx actor.Context) {
 		if a.cfg == nil {
 			return
 		}
+		_, span := actors.Tracer().Start(context.Background(), "kollect.collect", trace.WithAttributes(
+			attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(evs)),
+			attribute.Int("kollect.namespaces", len(nss))))
+		defer span.End()
 		var ups []*rows.Row
 		var dels []rows.Key
 		for ns := range nss {
@@ -146,7 +153,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 				dels = append(dels, *d)
 			}
 		}
-		a.publish(ctx, ups, dels)
+		span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
+		a.publish(ctx, ups, dels, span.SpanContext())
 	case *messages.Subscribe:
 		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}
 		a.subs[msg.Inventory.String()] = sub
@@ -284,9 +292,9 @@ func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.
 	return row
 }
 
-func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key) {
+func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key, sc trace.SpanContext) {
 	if len(ups) > 0 || len(dels) > 0 {
-		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels}
+		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels, Trace: sc}
 		for _, sub := range a.subs {
 			sub.send(ctx, msg)
 		}

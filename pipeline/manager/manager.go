@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -109,6 +110,15 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 
 // Run builds the manager and runs it until ctx is cancelled.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	stopTracing, err := setupTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx) // flush what was traced; never delays shutdown past 5 s
+	}()
 	mgr, err := New(ctx, cfg, o)
 	if err != nil {
 		return err
