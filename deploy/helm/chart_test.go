@@ -222,7 +222,7 @@ func TestAlertRulesParse(t *testing.T) {
 		t.Fatalf("promtool not found: run `make test-deps`: %v", err)
 	}
 	out, err := exec.Command(promtool, "check", "rules", "kollect/files/alerts.yaml").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "SUCCESS: 5 rules found") {
+	if err != nil || !strings.Contains(string(out), "SUCCESS: 6 rules found") {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 }

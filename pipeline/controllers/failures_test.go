@@ -37,6 +37,13 @@ spec:
 		}
 		return nil
 	})
+	degradedSeries := `kollect_degraded{kind="KollectTarget",name="broken",namespace="cel",reason="ExtractionFailed"} 1`
+	eventually(t, 10*time.Second, "/metrics shows the target Degraded", func() error {
+		if !strings.Contains(scrape(t), degradedSeries) {
+			return fmt.Errorf("no %s", degradedSeries)
+		}
+		return nil
+	})
 	eventually(t, 20*time.Second, "the healthy target in the same namespace keeps exporting", files(bare)("namespaces/cel-apps/deployment/web.yaml"))
 	// Fixing the profile heals the target.
 	apply(t, `apiVersion: kollect.dev/v1alpha1
@@ -51,6 +58,9 @@ spec:
 		tgt := get(t, "KollectTarget", "cel", "broken")
 		if s, _, m := condition(tgt, "Ready"); s != "True" {
 			return fmt.Errorf("Ready=%s %s; Degraded: %v", s, m, fmt.Sprint(condition(tgt, "Degraded")))
+		}
+		if strings.Contains(scrape(t), `kollect_degraded{kind="KollectTarget",name="broken"`) {
+			return fmt.Errorf("/metrics still shows the healed target Degraded")
 		}
 		return nil
 	})

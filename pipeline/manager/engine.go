@@ -57,6 +57,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
 	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
+	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("register status metrics: %w", err)
+	}
 	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow)
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("add status writer: %w", err)

@@ -53,6 +53,7 @@ func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 	if !inventoryStatus(&inv.Status, v, rep) {
 		return nil
 	}
+	w.observe(key, inv.Status.Conditions)
 	return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
 }
 
@@ -80,6 +81,7 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 	if c := meta.FindStatusCondition(cs.Conditions, TypeSynced); c != nil && c.Reason != ReasonNoExport {
 		setCondition(&cs.Conditions, "ExportSucceeded", c.Status, c.Reason, c.Message, v.Generation)
 	}
+	w.observe(key, cs.Conditions)
 	return w.c.Status().Patch(ctx, &ci, client.MergeFrom(base))
 }
 

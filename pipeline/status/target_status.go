@@ -95,6 +95,7 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 		if !tv.conditions(&s.Conditions) {
 			return nil
 		}
+		w.observe(key, s.Conditions)
 		return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
 	}
 	var t kollectv1alpha1.KollectTarget
@@ -115,6 +116,7 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 	if !tv.conditions(&s.Conditions) {
 		return nil
 	}
+	w.observe(key, s.Conditions)
 	return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
 }
 

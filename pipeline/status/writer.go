@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"time"
 
@@ -41,6 +42,8 @@ type Writer struct {
 	invs    map[Key]*inventoryState
 	dirty   map[Key]bool
 	wake    chan struct{}
+
+	degraded *prometheus.GaugeVec
 }
 
 // Kind is one of the reconciled kinds whose status the writer owns.
@@ -79,7 +82,7 @@ type inventoryState struct {
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
-		dirty: map[Key]bool{}, wake: make(chan struct{}, 1)}
+		dirty: map[Key]bool{}, wake: make(chan struct{}, 1), degraded: newDegradedGauge()}
 }
 
 func (w *Writer) mark(key Key) {
@@ -109,6 +112,7 @@ func (w *Writer) Forget(key Key) {
 	delete(w.targets, key)
 	delete(w.invs, key)
 	delete(w.dirty, key)
+	w.forgetMetrics(key)
 }
 
 func (w *Writer) target(key Key) *targetState {
