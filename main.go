@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -47,6 +48,7 @@ func newRootCommand() *cobra.Command {
 func newManagerCommand() *cobra.Command {
 	var opts manager.Options
 	var showVersion bool
+	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the Kollect operator",
@@ -58,6 +60,9 @@ func newManagerCommand() *cobra.Command {
 			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
 			cfg, err := ctrl.GetConfig()
+			if kubeconfig != "" {
+				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			}
 			if err != nil {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}
@@ -66,6 +71,7 @@ func newManagerCommand() *cobra.Command {
 	}
 	opts.BindFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&showVersion, "version", false, "Print the version and exit.")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config).")
 	return cmd
 }
 

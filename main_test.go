@@ -27,9 +27,10 @@ func TestCommands(t *testing.T) {
 		{args: []string{"manager", "--version"}, want: []string{version}},
 		{args: []string{"manager", "--help"}, want: []string{
 			"--metrics-bind-address", "--health-probe-bind-address", "--leader-elect",
-			"--allow-private-sinks", "--tenant-mode", "--max-export-bytes", "--zap-log-level",
+			"--allow-private-sinks", "--tenant-mode", "--max-export-bytes", "--zap-log-level", "--kubeconfig",
 		}},
 		{args: []string{"manager", "--no-such-flag"}, wantErr: true, want: []string{"unknown flag"}},
+		{args: []string{"manager", "--kubeconfig", "/no/such/kubeconfig"}, wantErr: true, want: []string{"/no/such/kubeconfig"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/inventory"
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/collect"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+// EngineResult is what an engine-mode run measured.
+type EngineResult struct {
+	Objects        int                `json:"objects"`
+	Events         int                `json:"events"`
+	Elapsed        time.Duration      `json:"elapsedNs"`
+	EventsPerSec   float64            `json:"eventsPerSecond"`
+	AllocsPerEvent float64            `json:"allocsPerEvent"`
+	BytesPerRow    float64            `json:"bytesRetainedPerRow"`
+	Exports        int                `json:"sinkExports"`
+	SinkRows       int                `json:"sinkRows"`
+	Lost           int                `json:"rowsLostOrStale"`
+	Duplicated     int                `json:"rowsDuplicated"`
+	MaxMailbox     map[string]float64 `json:"maxMailboxDepth"`
+	PeakRSSBytes   int64              `json:"peakRssBytes"`
+	Samples        []Sample           `json:"samples"`
+}
+
+var (
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	deploymentGVK  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+)
+
+type emptyStore struct{}
+
+func (emptyStore) List(string) []*unstructured.Unstructured { return nil }
+
+type noNamespaces struct{}
+
+func (noNamespaces) Namespace(string) *unstructured.Unstructured { return nil }
+
+// syntheticObject is object i at version v (its replicas).
+func syntheticObject(i, v int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": fmt.Sprintf("load-%06d", i), "namespace": fmt.Sprintf("ns-%02d", i%20),
+			"uid": fmt.Sprintf("uid-%06d", i), "labels": map[string]any{"app": "load"}},
+		"spec":   map[string]any{"replicas": int64(v)},
+		"status": map[string]any{"readyReplicas": int64(v)},
+	}}
+}
+
+// EngineOptions shape an engine-mode run.
+type EngineOptions struct {
+	Objects int
+	// Updates are sent after the creates, round-robin over the objects, at
+	// UpdateRate per second (0: as fast as possible).
+	Updates    int
+	UpdateRate float64
+	// SinkDelay is how long every export takes (a slow sink).
+	SinkDelay time.Duration
+}
+
+// RunEngine sends creates and then updates through Inbox → Target →
+// Inventory → a recording sink, and waits until the sink holds exactly the
+// final rows.
+func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
+	objects, updates, sinkDelay := o.Objects, o.Updates, o.SinkDelay
+	ex, err := extract.Compile([]extract.Attribute{
+		{Name: "replicas", Path: "$.spec.replicas"},
+		{Name: "ready", Path: "cel:has(object.status.readyReplicas) ? object.status.readyReplicas : 0"},
+	}, extract.NewScrubber())
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	metrics := actors.NewMetrics(reg)
+	rec := newRecorder(sinkDelay)
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	smp := startSampler(reg, 100*time.Millisecond)
+
+	inbox := target.NewInbox(sys.Root)
+	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "load"}
+	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, metrics, "load"))
+	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: deploymentsGVR, GVK: deploymentGVK, Store: emptyStore{}}},
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: deploymentGVK, Selection: &selection.Target{}, Extractor: ex}}})
+	inv := sys.Root.Spawn(inventory.Props(nil, metrics, "load"))
+	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "load"},
+		Targets: []*actor.PID{tgt}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", Backend: rec}}}})
+
+	final := make([]int, objects)
+	start := time.Now()
+	for i := range objects {
+		final[i] = 1
+		o := syntheticObject(i, 1)
+		inbox.Notify(informers.Event{GVR: deploymentsGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o})
+	}
+	var every time.Duration
+	if o.UpdateRate > 0 {
+		every = time.Duration(float64(time.Second) / o.UpdateRate)
+	}
+	for u := range updates {
+		if every > 0 {
+			if wait := time.Until(start.Add(every * time.Duration(u))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		i := u % objects
+		final[i]++
+		o := syntheticObject(i, final[i])
+		inbox.Notify(informers.Event{GVR: deploymentsGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o})
+	}
+	res := &EngineResult{Objects: objects, Events: objects + updates}
+	for {
+		held, exports, dupes := rec.snapshot()
+		lost := stale(held, final)
+		if lost == 0 && len(held) == objects {
+			res.Elapsed = time.Since(start)
+			res.Exports, res.SinkRows, res.Duplicated = exports, len(held), dupes+max(0, len(held)-objects)
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			res.Lost, res.SinkRows = lost, len(held)
+			return res, fmt.Errorf("the sink holds %d of %d rows (%d stale or missing) when the run ended: %w", len(held), objects, lost, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res.EventsPerSec = float64(res.Events) / res.Elapsed.Seconds()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	res.AllocsPerEvent = float64(after.Mallocs-before.Mallocs) / float64(res.Events)
+	res.Samples = smp.finish()
+	res.PeakRSSBytes, res.MaxMailbox = peaks(res.Samples)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc > before.HeapAlloc {
+		res.BytesPerRow = float64(after.HeapAlloc-before.HeapAlloc) / float64(objects)
+	}
+	return res, nil
+}
+
+// stale counts objects whose row the sink lacks or holds at an old version.
+func stale(held map[rows.Key]*rows.Row, final []int) int {
+	n := 0
+	for i, v := range final {
+		r := held[rows.Key{TargetNamespace: "default", TargetName: "load", UID: fmt.Sprintf("uid-%06d", i)}]
+		if r == nil || r.Attributes["replicas"] != int64(v) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Machine describes where a run happened.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpuModel"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+// Report is one run: its settings, the machine and every figure.
+type Report struct {
+	Scenario  Scenario       `json:"scenario"`
+	Machine   Machine        `json:"machine"`
+	StartedAt time.Time      `json:"startedAt"`
+	Engine    *EngineResult  `json:"engine,omitempty"`
+	Cluster   *ClusterResult `json:"cluster,omitempty"`
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+		m.MemoryMiB = kb / 1024
+	}
+	return m
+}
+
+// Write saves report.json, report.md and the plots under dir and returns
+// the files written.
+func (r *Report) Write(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), j, 0o644); err != nil {
+		return nil, err
+	}
+	files = append(files, filepath.Join(dir, "report.json"))
+	var md strings.Builder
+	r.markdown(&md)
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644); err != nil {
+		return nil, err
+	}
+	files = append(files, filepath.Join(dir, "report.md"))
+	for name, draw := range map[string]func() (*plot.Plot, bool){"mailbox.png": r.mailboxPlot, "lag.png": r.lagPlot, "rss.png": r.rssPlot} {
+		p, ok := draw()
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if err := p.Save(8*vg.Inch, 3.5*vg.Inch, path); err != nil {
+			return files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+// Summary prints the short table.
+func (r *Report) Summary(w io.Writer) {
+	var b strings.Builder
+	r.table(&b)
+	fmt.Fprint(w, b.String())
+}
+
+func (r *Report) table(b *strings.Builder) {
+	row := func(k, v string) { fmt.Fprintf(b, "| %s | %s |\n", k, v) }
+	b.WriteString("| figure | value |\n|---|---|\n")
+	if e := r.Engine; e != nil {
+		row("engine: events", fmt.Sprint(e.Events))
+		row("engine: events/s", fmt.Sprintf("%.0f", e.EventsPerSec))
+		row("engine: allocations per event", fmt.Sprintf("%.1f", e.AllocsPerEvent))
+		row("engine: bytes retained per row", fmt.Sprintf("%.0f", e.BytesPerRow))
+		row("engine: sink exports", fmt.Sprint(e.Exports))
+		row("engine: rows lost / duplicated", fmt.Sprintf("%d / %d", e.Lost, e.Duplicated))
+		row("engine: max mailbox depth", fmt.Sprint(e.MaxMailbox))
+		row("engine: peak RSS (harness and engine)", mib(e.PeakRSSBytes))
+	}
+	if c := r.Cluster; c != nil {
+		row("cluster: objects created in", c.CreateDuration.Round(time.Millisecond).String())
+		row("cluster: all rows in Git after the last create", c.AllInGit.Round(time.Millisecond).String())
+		row("cluster: all rows in Postgres after the last create", c.AllInPostgres.Round(time.Millisecond).String())
+		row("cluster: updates during churn", fmt.Sprint(c.Updates))
+		row("cluster: lag p50 / p95 / p99 / max (write → Postgres)", fmt.Sprintf("%v / %v / %v / %v",
+			c.LagP50.Round(time.Millisecond), c.LagP95.Round(time.Millisecond), c.LagP99.Round(time.Millisecond), c.LagMax.Round(time.Millisecond)))
+		row("cluster: rows lost in Postgres / Git, duplicated", fmt.Sprintf("%d / %d, %d", c.LostPostgres, c.LostGit, c.Duplicated))
+		row("cluster: operator peak RSS", mib(c.PeakRSSBytes))
+		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
+		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+func (r *Report) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "# Kollect load test: %s\n\n%s\n\n", r.Scenario.Name, r.Scenario.Description)
+	fmt.Fprintf(b, "Started %s on %d CPUs (%s), %d MiB, %s %s.\n\n", r.StartedAt.UTC().Format(time.RFC3339), r.Machine.CPUs,
+		r.Machine.CPUModel, r.Machine.MemoryMiB, r.Machine.GoVersion, r.Machine.OS)
+	s, _ := json.Marshal(r.Scenario)
+	fmt.Fprintf(b, "Settings: `%s`\n\n", s)
+	r.table(b)
+	b.WriteString("\nPlots (when the run produced the data): `mailbox.png` (max mailbox depth per actor kind over time), " +
+		"`lag.png` (end-to-end lag of each change, cluster mode), `rss.png` (RSS over time).\n")
+}
+
+func (r *Report) samples() []Sample {
+	if r.Cluster != nil {
+		return r.Cluster.Samples
+	}
+	if r.Engine != nil {
+		return r.Engine.Samples
+	}
+	return nil
+}
+
+func (r *Report) mailboxPlot() (*plot.Plot, bool) {
+	ss := r.samples()
+	if len(ss) < 2 {
+		return nil, false
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "Mailbox depth", "seconds", "messages (max per actor kind)"
+	var args []any
+	for _, kind := range []string{"target", "inventory", "sink"} {
+		pts := make(plotter.XYs, len(ss))
+		for i, s := range ss {
+			pts[i].X, pts[i].Y = s.At.Seconds(), s.Mailbox[kind]
+		}
+		args = append(args, kind, pts)
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+func (r *Report) rssPlot() (*plot.Plot, bool) {
+	ss := r.samples()
+	if len(ss) < 2 {
+		return nil, false
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "Resident memory", "seconds", "MiB"
+	pts := make(plotter.XYs, len(ss))
+	for i, s := range ss {
+		pts[i].X, pts[i].Y = s.At.Seconds(), float64(s.RSSBytes)/(1<<20)
+	}
+	if err := plotutil.AddLines(p, "RSS", pts); err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+func (r *Report) lagPlot() (*plot.Plot, bool) {
+	if r.Cluster == nil || len(r.Cluster.LagSamples) < 2 {
+		return nil, false
+	}
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "End-to-end lag (object written → row in Postgres)", "seconds into churn", "lag (s)"
+	pts := make(plotter.XYs, len(r.Cluster.LagSamples))
+	for i, s := range r.Cluster.LagSamples {
+		pts[i].X, pts[i].Y = s.At.Seconds(), s.Lag.Seconds()
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, false
+	}
+	p.Add(sc)
+	return p, true
+}
