@@ -37,22 +37,22 @@ type ClusterOptions struct {
 
 // ClusterResult is what a cluster-mode run measured.
 type ClusterResult struct {
-	Objects         int                `json:"objects"`
-	CreateDuration  time.Duration      `json:"createDurationNs"`
-	AllInGit        time.Duration      `json:"allRowsInGitAfterLastCreateNs"`
-	AllInPostgres   time.Duration      `json:"allRowsInPostgresAfterLastCreateNs"`
-	Updates         int                `json:"updates"`
-	LagP50, LagP95  time.Duration      `json:"-"`
-	LagP99, LagMax  time.Duration      `json:"-"`
-	Lag             map[string]float64 `json:"lagSeconds"` // p50, p95, p99, max (object written → row in Postgres)
-	LostPostgres    int                `json:"rowsLostOrStalePostgres"`
-	LostGit         int                `json:"rowsLostOrStaleGit"`
-	Duplicated      int                `json:"rowsDuplicated"`
-	PeakRSSBytes    int64              `json:"operatorPeakRssBytes"`
-	OperatorCPU     float64            `json:"operatorCpuSeconds"`
-	MaxMailbox      map[string]float64 `json:"maxMailboxDepth"`
-	Samples         []Sample           `json:"samples"`
-	LagSamples      []LagSample        `json:"lagSamples"`
+	Objects        int                `json:"objects"`
+	CreateDuration time.Duration      `json:"createDurationNs"`
+	AllInGit       time.Duration      `json:"allRowsInGitAfterLastCreateNs"`
+	AllInPostgres  time.Duration      `json:"allRowsInPostgresAfterLastCreateNs"`
+	Updates        int                `json:"updates"`
+	LagP50, LagP95 time.Duration      `json:"-"`
+	LagP99, LagMax time.Duration      `json:"-"`
+	Lag            map[string]float64 `json:"lagSeconds"` // p50, p95, p99, max (object written → row in Postgres)
+	LostPostgres   int                `json:"rowsLostOrStalePostgres"`
+	LostGit        int                `json:"rowsLostOrStaleGit"`
+	Duplicated     int                `json:"rowsDuplicated"`
+	PeakRSSBytes   int64              `json:"operatorPeakRssBytes"`
+	OperatorCPU    float64            `json:"operatorCpuSeconds"`
+	MaxMailbox     map[string]float64 `json:"maxMailboxDepth"`
+	Samples        []Sample           `json:"samples"`
+	LagSamples     []LagSample        `json:"lagSamples"`
 }
 
 // LagSample is one change's end-to-end lag.
