@@ -317,23 +317,48 @@ func churn(ctx context.Context, c client.Client, db *pgx.Conn, o ClusterOptions,
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	for u := 0; time.Since(start) < o.ChurnFor; u++ {
+	// Eight writers, fed at the churn rate: one writer alone is bounded by
+	// the API server's round trip.
+	type update struct {
+		i       int
+		version string
+	}
+	work := make(chan update, 64)
+	var wg sync.WaitGroup
+	var writeErr error
+	var errOnce sync.Once
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range work {
+				name := objName(u.i)
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: objNamespace(u.i, o.Namespaces), Name: name}}
+				patch := []byte(fmt.Sprintf(`{"data":{"version":%q}}`, u.version))
+				mu.Lock()
+				waiting[name] = pending{version: u.version, at: time.Now()} // a newer update supersedes an unseen one
+				mu.Unlock()
+				if err := c.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+					errOnce.Do(func() { writeErr = fmt.Errorf("update %s: %w", name, err) })
+				}
+			}
+		}()
+	}
+	for u := 0; time.Since(start) < o.ChurnFor && ctx.Err() == nil; u++ {
 		if wait := time.Until(start.Add(every * time.Duration(u))); wait > 0 {
 			time.Sleep(wait)
 		}
+		// Objects are spread so that the eight writers never race on one.
 		i := u % o.Objects
-		name := objName(i)
 		version := fmt.Sprintf("v%d", u+1)
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: objNamespace(i, o.Namespaces), Name: name}}
-		patch := []byte(fmt.Sprintf(`{"data":{"version":%q}}`, version))
-		mu.Lock()
-		waiting[name] = pending{version: version, at: time.Now()} // a newer update supersedes an unseen one
-		mu.Unlock()
-		if err := c.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-			return fmt.Errorf("update %s: %w", name, err)
-		}
-		want[name] = version
+		want[objName(i)] = version
+		work <- update{i: i, version: version}
 		res.Updates++
+	}
+	close(work)
+	wg.Wait()
+	if writeErr != nil {
+		return writeErr
 	}
 	<-done
 	sort.Slice(lags, func(a, b int) bool { return lags[a] < lags[b] })
