@@ -22,38 +22,45 @@ func pgCount(ctx context.Context, db *pgx.Conn) (int, error) {
 	return n, err
 }
 
-// pgVersions reads name → version of every row in Postgres.
-func pgVersions(ctx context.Context, db *pgx.Conn) (map[string]string, error) {
+// pgVersions reads name → version of every row in Postgres, and how many
+// rows there are (more than names when an object has two rows).
+func pgVersions(ctx context.Context, db *pgx.Conn) (map[string]string, int, error) {
 	rs, err := db.Query(ctx, `SELECT payload->>'name', coalesce(payload->'attributes'->>'version', '') `+pgScope)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rs.Close()
-	out := map[string]string{}
+	out, n := map[string]string{}, 0
 	for rs.Next() {
 		var name, version string
 		if err := rs.Scan(&name, &version); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[name] = version
+		n++
 	}
-	return out, rs.Err()
+	return out, n, rs.Err()
 }
 
-// pgCompare counts objects whose row is missing or stale, and rows beyond
-// one per object.
+// pgCompare counts objects whose row is missing or stale, and rows that
+// are not one per object (a second row for an object, or a row for none).
 func pgCompare(ctx context.Context, db *pgx.Conn, want map[string]string) (lost, duplicated int) {
-	got, err := pgVersions(ctx, db)
+	got, n, err := pgVersions(ctx, db)
 	if err != nil {
 		return len(want), 0
 	}
-	n, _ := pgCount(ctx, db)
 	for name, v := range want {
 		if got[name] != v {
 			lost++
 		}
 	}
-	return lost, max(0, n-len(want)) + max(0, len(got)-len(want))
+	extra := 0
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			extra++
+		}
+	}
+	return lost, n - len(got) + extra
 }
 
 func gitFiles(bare string) ([]string, error) {

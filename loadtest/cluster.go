@@ -14,10 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"kollect.dev/kollect/pipeline/manifests"
 	"kollect.dev/kollect/pipeline/testenv"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
@@ -103,7 +102,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	}
 
 	res := &ClusterResult{Objects: o.Objects}
-	smp := startProcessSampler(op, 250*time.Millisecond)
+	smp := startSampler(op.cmd.Process.Pid, fromEndpoint(op.metrics), 250*time.Millisecond)
 	logf("creating %d ConfigMaps in %d namespaces", o.Objects, o.Namespaces)
 	start := time.Now()
 	if err := createObjects(ctx, c, o); err != nil {
@@ -175,17 +174,11 @@ func applyPipeline(ctx context.Context, c client.Client, namespaces int, remote,
 			return err
 		}
 	}
-	docs := strings.ReplaceAll(strings.ReplaceAll(pipeline, "{{REMOTE}}", remote), "{{DSN}}", dsn)
-	for _, doc := range strings.Split(docs, "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			return err
-		}
-		if err := c.Patch(ctx, u, client.Apply, client.ForceOwnership, client.FieldOwner("loadtest")); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
+	objs, err := manifests.Decode(strings.NewReader(strings.ReplaceAll(strings.ReplaceAll(pipeline, "{{REMOTE}}", remote), "{{DSN}}", dsn)))
+	if err != nil {
+		return err
 	}
-	return nil
+	return manifests.Apply(ctx, c, "loadtest", objs)
 }
 
 const pipeline = `apiVersion: kollect.dev/v1alpha1
@@ -301,7 +294,7 @@ func churn(ctx context.Context, c client.Client, db *pgx.Conn, o ClusterOptions,
 			if finished && n == 0 || ctx.Err() != nil || time.Since(start) > o.ChurnFor+2*time.Minute {
 				return
 			}
-			got, err := pgVersions(ctx, db)
+			got, _, err := pgVersions(ctx, db)
 			seen := time.Now()
 			if err == nil {
 				mu.Lock()

@@ -59,6 +59,13 @@ func (r *recorder) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error)
 	return sinks.Ack{Rows: len(r.rows), Written: len(d.Upserts) + len(d.Deletes)}, nil
 }
 
+// exportCount is how many exports the sink acknowledged.
+func (r *recorder) exportCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exports
+}
+
 // snapshot copies what the sink holds.
 func (r *recorder) snapshot() (map[rows.Key]*rows.Row, int, int) {
 	r.mu.Lock()

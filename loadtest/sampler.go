@@ -1,11 +1,18 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Sample is one reading taken while a run is under way.
@@ -16,20 +23,21 @@ type Sample struct {
 	Mailbox    map[string]float64 `json:"mailbox"`    // max depth per actor kind
 }
 
-// sampler reads the process's RSS and CPU time and the deepest mailbox per
-// actor kind at a fixed interval.
+// sampler reads a process's RSS and CPU time, and the deepest mailbox per
+// actor kind from its metrics, at a fixed interval.
 type sampler struct {
-	gather prometheus.Gatherer
-	start  time.Time
-	stop   chan struct{}
-	done   chan struct{}
+	pid     int
+	metrics func() *dto.MetricFamily // kollect_actor_mailbox_depth, or nil
+	start   time.Time
+	stop    chan struct{}
+	done    chan struct{}
 
 	mu      sync.Mutex
 	samples []Sample
 }
 
-func startSampler(g prometheus.Gatherer, every time.Duration) *sampler {
-	s := &sampler{gather: g, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+func startSampler(pid int, metrics func() *dto.MetricFamily, every time.Duration) *sampler {
+	s := &sampler{pid: pid, metrics: metrics, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -49,19 +57,12 @@ func startSampler(g prometheus.Gatherer, every time.Duration) *sampler {
 
 func (s *sampler) take() {
 	smp := Sample{At: time.Since(s.start), Mailbox: map[string]float64{}}
-	smp.RSSBytes, smp.CPUSeconds = procStats()
-	if s.gather != nil {
-		if mfs, err := s.gather.Gather(); err == nil {
-			for _, mf := range mfs {
-				if mf.GetName() != "kollect_actor_mailbox_depth" {
-					continue
-				}
-				for _, m := range mf.GetMetric() {
-					for _, l := range m.GetLabel() {
-						if l.GetName() == "actor" && m.GetGauge().GetValue() > smp.Mailbox[l.GetValue()] {
-							smp.Mailbox[l.GetValue()] = m.GetGauge().GetValue()
-						}
-					}
+	smp.RSSBytes, smp.CPUSeconds = pidStats(s.pid)
+	if mf := s.metrics(); mf != nil {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "actor" {
+					smp.Mailbox[l.GetValue()] = max(smp.Mailbox[l.GetValue()], m.GetGauge().GetValue())
 				}
 			}
 		}
@@ -80,8 +81,63 @@ func (s *sampler) finish() []Sample {
 	return s.samples
 }
 
-// procStats reads this process's resident set size and CPU time.
-func procStats() (int64, float64) { return pidStats(os.Getpid()) }
+const mailboxDepth = "kollect_actor_mailbox_depth"
+
+// fromRegistry reads the mailbox family from an in-process registry.
+func fromRegistry(g prometheus.Gatherer) func() *dto.MetricFamily {
+	return func() *dto.MetricFamily {
+		mfs, err := g.Gather()
+		if err != nil {
+			return nil
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == mailboxDepth {
+				return mf
+			}
+		}
+		return nil
+	}
+}
+
+// fromEndpoint reads the mailbox family from a /metrics address.
+func fromEndpoint(addr string) func() *dto.MetricFamily {
+	return func() *dto.MetricFamily {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err := parser.TextToMetricFamilies(resp.Body)
+		if err != nil {
+			return nil
+		}
+		return mfs[mailboxDepth]
+	}
+}
+
+// pidStats reads a process's resident set size and CPU time (Linux).
+func pidStats(pid int) (int64, float64) {
+	var rss int64
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid)); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			pages, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = pages * int64(os.Getpagesize())
+		}
+	}
+	var cpu float64
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i > 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 12 {
+				ut, _ := strconv.ParseFloat(f[11], 64)
+				st, _ := strconv.ParseFloat(f[12], 64)
+				cpu = (ut + st) / 100 // USER_HZ
+			}
+		}
+	}
+	return rss, cpu
+}
 
 // peaks summarises samples: the highest RSS and mailbox depth per kind.
 func peaks(samples []Sample) (int64, map[string]float64) {

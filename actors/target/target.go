@@ -136,10 +136,12 @@ func (a *actorState) Receive(ctx actor.Context) {
 		if a.cfg == nil {
 			return
 		}
-		_, span := actors.Tracer().Start(context.Background(), "kollect.collect", trace.WithAttributes(
-			attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(evs)),
-			attribute.Int("kollect.namespaces", len(nss))))
+		_, span := actors.Tracer().Start(context.Background(), "kollect.collect")
 		defer span.End()
+		if span.IsRecording() { // attributes cost nothing when tracing is off
+			span.SetAttributes(attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(evs)),
+				attribute.Int("kollect.namespaces", len(nss)))
+		}
 		var ups []*rows.Row
 		var dels []rows.Key
 		for ns := range nss {
@@ -153,7 +155,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 				dels = append(dels, *d)
 			}
 		}
-		span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
+		}
 		a.publish(ctx, ups, dels, span.SpanContext())
 	case *messages.Subscribe:
 		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}

@@ -75,7 +75,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	family, typ := Kind(sink)
 	factory := c.Registry[family+"/"+typ]
 	if factory == nil {
-		return c.failing(owner, errNotImplemented(typ+" sinks").Error())
+		return c.failing(owner, errNotImplemented(sinkKind(typ)).Error())
 	}
 	creds, err := ReadCredentials(ctx, cl, sink)
 	if err != nil {

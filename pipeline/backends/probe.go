@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,7 @@ func (r Registry) Probe(ctx context.Context, c client.Reader, sink client.Object
 	family, typ := Kind(sink)
 	factory := r[family+"/"+typ]
 	if factory == nil {
-		return "", ReasonTestFailed, errNotImplemented(typ + " sinks")
+		return "", ReasonTestFailed, errNotImplemented(sinkKind(typ))
 	}
 	creds, err := ReadCredentials(ctx, c, sink)
 	if err != nil {
@@ -55,15 +56,8 @@ var probeMessages = map[string]string{
 	"kafka":    "Kafka brokers reachable",
 }
 
-type notImplemented string
-
-func (n notImplemented) Error() string {
-	return string(n) + " are not implemented in this version of Kollect"
-}
-
+// errNotImplemented says that this version has no backend (or no probe)
+// for what.
 func errNotImplemented(what string) error {
-	if what == "" {
-		what = "untyped"
-	}
-	return notImplemented(what)
+	return fmt.Errorf("%s are not implemented in this version of Kollect", what)
 }

@@ -46,6 +46,14 @@ func Kind(sink client.Object) (family, typ string) {
 	return "", ""
 }
 
+// sinkKind names a sink type in messages ("postgres sinks").
+func sinkKind(typ string) string {
+	if typ == "" {
+		typ = "untyped"
+	}
+	return typ + " sinks"
+}
+
 func fingerprint(sink client.Object, creds Credentials) string {
 	family, typ := Kind(sink)
 	return fmt.Sprintf("%s/%s/%d/%s/%s", family, typ, sink.GetGeneration(), creds.Version, sink.GetAnnotations()[ReplayAnnotation])

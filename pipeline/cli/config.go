@@ -1,21 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/manifests"
 )
 
 // Config is what the -f files declare.
@@ -32,30 +25,10 @@ type Config struct {
 // Load reads YAML or JSON files, or every *.yaml/*.yml/*.json directly in
 // a folder.
 func Load(paths []string) (*Config, error) {
-	if len(paths) == 0 {
-		return nil, errors.New("no files: pass -f FILE or -f DIR")
+	files, err := manifests.Files(paths)
+	if err != nil {
+		return nil, err
 	}
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
 	cfg := &Config{}
 	for _, f := range files {
 		if err := cfg.read(f); err != nil {
@@ -66,22 +39,11 @@ func Load(paths []string) (*Config, error) {
 }
 
 func (c *Config) read(file string) error {
-	data, err := os.ReadFile(file)
+	objs, err := manifests.ReadFile(file)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", file, err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for i := 0; ; i++ {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("%s: document %d: %w", file, i+1, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range objs {
 		where := fmt.Sprintf("%s: %s %q", file, u.GetKind(), u.GetName())
 		if u.GetNamespace() == "" {
 			u.SetNamespace("default")
@@ -120,6 +82,7 @@ func (c *Config) read(file string) error {
 			c.Skipped = append(c.Skipped, where)
 		}
 	}
+	return nil
 }
 
 func (c *Config) addSecret(raw []byte) error {

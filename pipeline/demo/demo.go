@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"kollect.dev/kollect/pipeline/manifests"
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
@@ -279,16 +280,11 @@ func waitReady(ctx context.Context, c client.Client, procs []*process) error {
 }
 
 func applyPipeline(ctx context.Context, c client.Client, remote string) error {
-	for _, doc := range strings.Split(strings.ReplaceAll(pipelineYAML, "{{REMOTE}}", remote), "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			return fmt.Errorf("embedded pipeline: %w", err)
-		}
-		if err := c.Patch(ctx, u, client.Apply, client.ForceOwnership, client.FieldOwner("kollect-demo")); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
+	objs, err := manifests.Decode(strings.NewReader(strings.ReplaceAll(pipelineYAML, "{{REMOTE}}", remote)))
+	if err != nil {
+		return fmt.Errorf("embedded pipeline: %w", err)
 	}
-	return nil
+	return manifests.Apply(ctx, c, "kollect-demo", objs)
 }
 
 func mutate(ctx context.Context, c client.Client, name string, change func(*appsv1.Deployment)) error {

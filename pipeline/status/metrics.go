@@ -20,16 +20,32 @@ func (w *Writer) RegisterMetrics(reg prometheus.Registerer) error {
 }
 
 // observe records whether the object's status, as about to be written, is
-// Degraded.
+// Degraded. Only a change of reason touches the series.
 func (w *Writer) observe(key Key, conds []metav1.Condition) {
-	labels := prometheus.Labels{"kind": string(key.Kind), "namespace": key.Namespace, "name": key.Name}
-	w.degraded.DeletePartialMatch(labels)
+	reason := ""
 	if c := meta.FindStatusCondition(conds, TypeDegraded); c != nil && c.Status == metav1.ConditionTrue {
-		labels["reason"] = c.Reason
-		w.degraded.With(labels).Set(1)
+		reason = c.Reason
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old, had := w.degradedReason[key]
+	if had && old == reason {
+		return
+	}
+	if had {
+		w.degraded.DeleteLabelValues(string(key.Kind), key.Namespace, key.Name, old)
+		delete(w.degradedReason, key)
+	}
+	if reason != "" {
+		w.degraded.WithLabelValues(string(key.Kind), key.Namespace, key.Name, reason).Set(1)
+		w.degradedReason[key] = reason
 	}
 }
 
+// forgetMetrics drops a gone object's series; the caller holds w.mu.
 func (w *Writer) forgetMetrics(key Key) {
-	w.degraded.DeletePartialMatch(prometheus.Labels{"kind": string(key.Kind), "namespace": key.Namespace, "name": key.Name})
+	if old, ok := w.degradedReason[key]; ok {
+		w.degraded.DeleteLabelValues(string(key.Kind), key.Namespace, key.Name, old)
+		delete(w.degradedReason, key)
+	}
 }

@@ -43,7 +43,8 @@ type Writer struct {
 	dirty   map[Key]bool
 	wake    chan struct{}
 
-	degraded *prometheus.GaugeVec
+	degraded       *prometheus.GaugeVec
+	degradedReason map[Key]string // the reason each Degraded series carries
 }
 
 // Kind is one of the reconciled kinds whose status the writer owns.
@@ -82,7 +83,7 @@ type inventoryState struct {
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
-		dirty: map[Key]bool{}, wake: make(chan struct{}, 1), degraded: newDegradedGauge()}
+		dirty: map[Key]bool{}, wake: make(chan struct{}, 1), degraded: newDegradedGauge(), degradedReason: map[Key]string{}}
 }
 
 func (w *Writer) mark(key Key) {

@@ -1,24 +1,18 @@
 package validate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/manifests"
 )
 
 // Problem is one finding: where, and what to fix.
@@ -76,7 +70,7 @@ func (d doc) name() string {
 // Paths validates every YAML or JSON file given, or directly inside a
 // folder given. An error means the files could not be read at all.
 func Paths(ctx context.Context, paths []string) (*Result, error) {
-	files, err := expand(paths)
+	files, err := manifests.Files(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -101,53 +95,16 @@ func Paths(ctx context.Context, paths []string) (*Result, error) {
 	return res, nil
 }
 
-func expand(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		return nil, errors.New("no files: pass -f FILE or -f DIR")
-	}
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
-}
-
 func read(file string) ([]doc, []Problem) {
-	data, err := os.ReadFile(file)
+	objs, err := manifests.ReadFile(file)
+	out := make([]doc, len(objs))
+	for i, u := range objs {
+		out[i] = doc{file: file, obj: u}
+	}
 	if err != nil {
-		return nil, []Problem{{File: file, Message: err.Error()}}
+		return out, []Problem{{File: file, Message: "not valid YAML or JSON: " + err.Error()}}
 	}
-	var out []doc
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for i := 1; ; i++ {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return out, []Problem{{File: file, Message: fmt.Sprintf("document %d is not valid YAML or JSON: %v", i, err)}}
-		}
-		if len(u.Object) > 0 {
-			out = append(out, doc{file: file, obj: u})
-		}
-	}
+	return out, nil
 }
 
 type validator struct {

@@ -43,11 +43,11 @@ type Config struct {
 type Sink struct {
 	cfg Config
 
-	mu        sync.Mutex
-	nc        *natsgo.Conn
-	js        jetstream.JetStream
-	provision bool
-	replayed  bool
+	mu       sync.Mutex
+	nc       *natsgo.Conn
+	js       jetstream.JetStream
+	stream   jetstream.Stream // ensured once per connection; dropped after a failed export
+	replayed bool
 }
 
 var _ sinks.Backend = (*Sink)(nil)
@@ -111,7 +111,7 @@ func (s *Sink) connect(ctx context.Context) (jetstream.JetStream, error) {
 		nc.Close()
 		return nil, fmt.Errorf("nats jetstream: %w", err)
 	}
-	s.nc, s.js, s.provision = nc, js, false
+	s.nc, s.js, s.stream = nc, js, nil
 	return js, nil
 }
 
@@ -173,10 +173,29 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	// the attempt quickly and the sink actor's back-off takes over.
 	apiCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := s.ensureStream(apiCtx, js)
-	if err != nil {
-		return sinks.Ack{}, err
+	s.mu.Lock()
+	st := s.stream
+	s.mu.Unlock()
+	if st == nil {
+		if st, err = s.ensureStream(apiCtx, js); err != nil {
+			return sinks.Ack{}, err
+		}
 	}
+	ack, err := s.publish(ctx, apiCtx, js, st, d)
+	// A failed export may mean the stream changed under us: check it again
+	// next time.
+	if err != nil {
+		st = nil
+	}
+	s.mu.Lock()
+	s.stream = st
+	s.mu.Unlock()
+	return ack, err
+}
+
+// publish sends d's changes and waits for every acknowledgement.
+func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st jetstream.Stream, d *rows.Delta) (sinks.Ack, error) {
+	var err error
 	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
 	var recovered events.State
 	if d.Full() && !(s.cfg.Replay && !s.replayed) {

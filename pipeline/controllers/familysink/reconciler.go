@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,26 +15,26 @@ import (
 	"kollect.dev/kollect/pipeline/controllers/snapshotsink"
 )
 
-// sinkObject is a family sink: its common fields, type and status.
+// sinkObject is a family sink: its common fields and status.
 type sinkObject interface {
 	client.Object
-	common() (typ string, c *kollectv1alpha1.SinkCommonFields, st *kollectv1alpha1.FamilySinkStatus)
+	common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus)
 }
 
 type databaseSink struct {
 	kollectv1alpha1.KollectDatabaseSink
 }
 
-func (d *databaseSink) common() (string, *kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus) {
-	return d.Spec.Type, &d.Spec.SinkCommonFields, &d.Status
+func (d *databaseSink) common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus) {
+	return &d.Spec.SinkCommonFields, &d.Status
 }
 
 type eventSink struct {
 	kollectv1alpha1.KollectEventSink
 }
 
-func (e *eventSink) common() (string, *kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus) {
-	return e.Spec.Type, &e.Spec.SinkCommonFields, &e.Status
+func (e *eventSink) common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus) {
+	return &e.Spec.SinkCommonFields, &e.Status
 }
 
 // Prober tests a sink's connection.
@@ -80,43 +78,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	obj := wrap()
-	_, common, st := obj.common()
+	common, st := obj.common()
 	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[snapshotsink.TestConnectionAnnotation]), "true")
 	if common.ConnectionTest != nil && !*common.ConnectionTest && !forced {
 		return reconcile.Result{}, nil
 	}
 	okMsg, reason, probeErr := r.Prober.Probe(ctx, r.Client, raw)
-	base := raw.DeepCopyObject().(client.Object)
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: raw.GetGeneration()})
-	}
-	if probeErr != nil {
-		set(snapshotsink.TypeConnectionVerified, metav1.ConditionFalse, reason, probeErr.Error())
-		set(snapshotsink.TypeDegraded, metav1.ConditionTrue, reason, probeErr.Error())
-	} else {
-		set(snapshotsink.TypeConnectionVerified, metav1.ConditionTrue, snapshotsink.ReasonConnectionOK, okMsg)
-		meta.RemoveStatusCondition(&st.Conditions, snapshotsink.TypeDegraded)
-	}
-	if common.TLS != nil && common.TLS.InsecureSkipVerify && probeErr == nil {
-		set(snapshotsink.TypeTLSInsecure, metav1.ConditionTrue, "InsecureSkipVerify", "server certificates are not verified")
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, snapshotsink.TypeTLSInsecure)
-	}
-	st.ObservedGeneration = raw.GetGeneration()
-	if err := r.Client.Status().Patch(ctx, raw, client.MergeFrom(base)); err != nil {
-		return reconcile.Result{}, err
-	}
-	if probeErr != nil {
-		return reconcile.Result{RequeueAfter: r.RetryAfter}, nil
-	}
-	if forced && common.ConnectionTest != nil && !*common.ConnectionTest {
-		// A one-off probe that succeeded: drop the request, as upstream does.
-		patch := client.MergeFrom(raw.DeepCopyObject().(client.Object))
-		ann := raw.GetAnnotations()
-		delete(ann, snapshotsink.TestConnectionAnnotation)
-		raw.SetAnnotations(ann)
-		return reconcile.Result{}, r.Client.Patch(ctx, raw, patch)
-	}
-	return reconcile.Result{}, nil
+	oneOff := forced && common.ConnectionTest != nil && !*common.ConnectionTest
+	return snapshotsink.RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, oneOff,
+		snapshotsink.Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter)
 }

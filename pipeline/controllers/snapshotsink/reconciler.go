@@ -63,36 +63,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	reason, probeErr := r.probe(ctx, &s)
-	base := s.DeepCopy()
-	st := &s.Status
-	st.ObservedGeneration = s.Generation
+	return RecordProbe(ctx, r.Client, &s, &s.Status.Conditions, &s.Status.ObservedGeneration, s.Spec.TLS,
+		forced && !enabled, Probe{OK: git.ProbeMessage, Reason: reason, Err: probeErr}, r.RetryAfter)
+}
+
+// Probe is the outcome of a connection probe: OK is the ConnectionVerified
+// message on success; Reason and Err say why it failed.
+type Probe struct {
+	OK     string
+	Reason string
+	Err    error
+}
+
+// RecordProbe writes a probe's outcome into a sink's status
+// (ConnectionVerified, Degraded, TLSInsecure), retries a failed probe after
+// retryAfter, and drops the one-off test-connection annotation once it
+// succeeded (oneOff: the sink asked for no regular probes). Every sink kind
+// records its probes through it.
+func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds *[]metav1.Condition, observed *int64,
+	tls *kollectv1alpha1.TLSSpec, oneOff bool, p Probe, retryAfter time.Duration) (reconcile.Result, error) {
+	base := obj.DeepCopyObject().(client.Object)
+	gen := obj.GetGeneration()
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation})
+		meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
-	if probeErr != nil {
-		set(TypeConnectionVerified, metav1.ConditionFalse, reason, probeErr.Error())
-		set(TypeDegraded, metav1.ConditionTrue, reason, probeErr.Error())
-		meta.RemoveStatusCondition(&st.Conditions, TypeTLSInsecure)
+	if p.Err != nil {
+		set(TypeConnectionVerified, metav1.ConditionFalse, p.Reason, p.Err.Error())
+		set(TypeDegraded, metav1.ConditionTrue, p.Reason, p.Err.Error())
 	} else {
-		set(TypeConnectionVerified, metav1.ConditionTrue, ReasonConnectionOK, git.ProbeMessage)
-		meta.RemoveStatusCondition(&st.Conditions, TypeDegraded)
-		if s.Spec.TLS != nil && s.Spec.TLS.InsecureSkipVerify {
-			set(TypeTLSInsecure, metav1.ConditionTrue, "InsecureSkipVerify", "server certificates are not verified")
-		} else {
-			meta.RemoveStatusCondition(&st.Conditions, TypeTLSInsecure)
-		}
+		set(TypeConnectionVerified, metav1.ConditionTrue, ReasonConnectionOK, p.OK)
+		meta.RemoveStatusCondition(conds, TypeDegraded)
 	}
-	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil {
+	if p.Err == nil && tls != nil && tls.InsecureSkipVerify {
+		set(TypeTLSInsecure, metav1.ConditionTrue, "InsecureSkipVerify", "server certificates are not verified")
+	} else {
+		meta.RemoveStatusCondition(conds, TypeTLSInsecure)
+	}
+	*observed = gen
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		return reconcile.Result{}, err
 	}
-	if probeErr != nil {
-		return reconcile.Result{RequeueAfter: r.RetryAfter}, nil
+	if p.Err != nil {
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
-	if forced && !enabled {
+	if oneOff {
 		// A one-off probe that succeeded: drop the request, as upstream does.
-		patch := client.MergeFrom(s.DeepCopy())
-		delete(s.Annotations, TestConnectionAnnotation)
-		return reconcile.Result{}, r.Client.Patch(ctx, &s, patch)
+		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+		ann := obj.GetAnnotations()
+		delete(ann, TestConnectionAnnotation)
+		obj.SetAnnotations(ann)
+		return reconcile.Result{}, c.Patch(ctx, obj, patch)
 	}
 	return reconcile.Result{}, nil
 }
