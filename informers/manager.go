@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 // Store reads the cached objects of one GVR.
@@ -40,10 +42,20 @@ type entry struct {
 	namespace  string // "" when cluster-wide
 	informer   cache.SharedIndexInformer
 	cancel     context.CancelFunc
+	kept       *projection.Set // what the cache keeps of each object
 	subs       map[string]sub
 	view       atomic.Pointer[[]sub] // copy of subs read by event handlers without the lock
 	namespaced bool
 	count      atomic.Int64
+}
+
+// reads is the union of what the subscribers read.
+func (e *entry) reads() *projection.Set {
+	s := &projection.Set{}
+	for _, sub := range e.subs {
+		s.Merge(sub.reads)
+	}
+	return s
 }
 
 // publish refreshes the lock-free view of the subscribers; call with m.mu.
@@ -58,6 +70,7 @@ func (e *entry) publish() {
 type sub struct {
 	s         Subscriber
 	namespace string
+	reads     *projection.Set
 }
 
 // New builds a manager. resync is the informer resync period; syncWait
@@ -77,9 +90,12 @@ func New(dyn dynamic.Interface, disco discovery.DiscoveryInterface, resync, sync
 
 // Acquire subscribes id to the objects of gvk. namespace narrows what the
 // subscriber needs ("" for all namespaces); the informer is scoped to one
-// namespace while every subscriber names the same one. It returns once the
-// informer has listed, or with an error that says why it could not.
-func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, namespace string, s Subscriber) (schema.GroupVersionResource, Store, error) {
+// namespace while every subscriber names the same one. reads is the part of
+// each object the subscriber reads (nil: all of it); the cache keeps the
+// union of what its subscribers read, and lists again when a new subscriber
+// reads more. It returns once the informer has listed, or with an error
+// that says why it could not.
+func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, namespace string, reads *projection.Set, s Subscriber) (schema.GroupVersionResource, Store, error) {
 	gvr, namespaced, err := m.Resolve(gvk)
 	if err != nil {
 		return gvr, nil, err
@@ -93,11 +109,14 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 		e = &entry{gvr: gvr, subs: map[string]sub{}, namespaced: namespaced}
 		m.informers[gvr] = e
 	}
-	e.subs[id] = sub{s: s, namespace: namespace}
+	if reads == nil {
+		reads = projection.All()
+	}
+	e.subs[id] = sub{s: s, namespace: namespace, reads: reads}
 	e.publish()
 	want := e.desiredNamespace()
 	var informer cache.SharedIndexInformer
-	if e.informer == nil || want != e.namespace {
+	if e.informer == nil || want != e.namespace || !e.kept.Covers(reads) {
 		m.restartLocked(e, want)
 	}
 	informer = e.informer
@@ -145,9 +164,9 @@ func (e *entry) desiredNamespace() string {
 	return ns
 }
 
-// restartLocked (re)starts e's informer for namespace. Subscribers receive
-// the new informer's initial list as upserts; unchanged rows are absorbed
-// downstream.
+// restartLocked (re)starts e's informer for namespace, keeping what the
+// subscribers read now. Subscribers receive the new informer's initial list
+// as upserts; unchanged rows are absorbed downstream.
 func (m *Manager) restartLocked(e *entry, namespace string) {
 	if e.cancel != nil {
 		e.cancel()
@@ -158,14 +177,15 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	_ = inf.SetTransform(stripNoise)
+	kept := e.reads()
+	_ = inf.SetTransform(func(obj any) (any, error) { return project(obj, kept) })
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.dispatch(e, obj, false, 1) },
 		UpdateFunc: func(_, obj any) { m.dispatch(e, obj, false, 0) },
 		DeleteFunc: func(obj any) { m.dispatch(e, obj, true, -1) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	e.informer, e.namespace, e.cancel = inf, namespace, cancel
+	e.informer, e.namespace, e.cancel, e.kept = inf, namespace, cancel, kept
 	e.count.Store(0)
 	m.metrics.scope(e.gvr, namespace == "")
 	go inf.Run(ctx.Done())
@@ -191,8 +211,10 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 	}
 }
 
-// stripNoise drops what no extraction needs before it is cached.
-func stripNoise(obj any) (any, error) {
+// project reduces an object to what the subscribers read before it is
+// cached (and handed to them): rows, not objects, are what the operator
+// keeps. Server-side apply bookkeeping goes even when everything is kept.
+func project(obj any, kept *projection.Set) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -206,6 +228,7 @@ func stripNoise(obj any) (any, error) {
 			}
 		}
 	}
+	kept.Prune(u.Object) // the decoder's fresh maps, pruned in place: nothing copied
 	return u, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/projection"
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
@@ -56,7 +57,8 @@ func createCM(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"}}}
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"}},
+		Data: map[string]string{"read": "yes", "unread": "no"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,9 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 	m := newManager(t)
 
 	a := &recorder{seen: map[string]informers.Event{}}
-	gvr, store, err := m.Acquire(ctx, configMaps, "a", "inf-a", a)
+	readsA := projection.Base()
+	readsA.Add("data", "read")
+	gvr, store, err := m.Acquire(ctx, configMaps, "a", "inf-a", readsA, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +101,27 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 	if len(ev.Object.GetManagedFields()) != 0 {
 		t.Error("transform: managedFields were cached")
 	}
+	// Only what subscriber a reads is cached.
+	data, _ := ev.Object.Object["data"].(map[string]any)
+	if data["read"] != "yes" || data["unread"] != nil || ev.Object.GetCreationTimestamp().Unix() > 0 || ev.Object.GetUID() == "" {
+		t.Errorf("projection: want uid and data.read only, got %v", ev.Object.Object)
+	}
 
-	// A second subscriber wanting every namespace widens the informer.
+	// A second subscriber wanting every namespace, and every field, widens
+	// the informer.
 	b := &recorder{seen: map[string]informers.Event{}}
-	_, store, err = m.Acquire(ctx, configMaps, "b", "", b)
+	_, store, err = m.Acquire(ctx, configMaps, "b", "", nil, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the widened informer delivers inf-b/two", func() bool { _, ok := b.get("inf-b/two"); return ok })
 	if len(store.List("inf-b")) == 0 {
 		t.Error("the widened informer does not cache inf-b")
+	}
+	for _, o := range store.List("inf-a") {
+		if d, _ := o.Object["data"].(map[string]any); d["unread"] != "no" {
+			t.Errorf("after a subscriber that reads everything, %s is still reduced: %v", o.GetName(), o.Object)
+		}
 	}
 
 	// Releasing the last subscriber stops the informer: no more events.
@@ -122,7 +137,7 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 func TestAKindThatIsNotServedFailsClearly(t *testing.T) {
 	m := newManager(t)
 	_, _, err := m.Acquire(context.Background(), schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
-		"x", "", &recorder{seen: map[string]informers.Event{}})
+		"x", "", nil, &recorder{seen: map[string]informers.Event{}})
 	if !errors.Is(err, informers.ErrNotServed) {
 		t.Fatalf("want ErrNotServed, got %v", err)
 	}

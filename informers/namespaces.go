@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -27,7 +29,9 @@ func (m *Manager) StartNamespaces(ctx context.Context) error {
 		return nil
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, namespacesGVR, "", m.resync, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(stripNoise)
+	// Selection reads a namespace's name, labels and annotations only.
+	nsReads := projection.Base()
+	_ = inf.SetTransform(func(obj any) (any, error) { return project(obj, nsReads) })
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { m.namespaceChanged(obj) },
 		UpdateFunc: func(old, obj any) {

@@ -52,6 +52,9 @@ type ClusterResult struct {
 	MaxMailbox     map[string]float64 `json:"maxMailboxDepth"`
 	Samples        []Sample           `json:"samples"`
 	LagSamples     []LagSample        `json:"lagSamples"`
+	// HeapProfile is the operator's heap (pprof) once every row arrived,
+	// written beside the report as heap.pb.gz.
+	HeapProfile []byte `json:"-"`
 }
 
 // LagSample is one change's end-to-end lag.
@@ -137,6 +140,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if res.HeapProfile, err = op.heapProfile(); err != nil {
+		logf("%v", err)
 	}
 
 	if o.ChurnRate > 0 && o.ChurnFor > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,35 +17,58 @@ import (
 type operator struct {
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string
 	done    chan error
 }
 
-func startOperator(ctx context.Context, bin, kubeconfig, dir string) (*operator, error) {
+// freeAddr returns a loopback address nothing listens on yet.
+func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	metrics := l.Addr().String()
-	l.Close()
-	l, err = net.Listen("tcp", "127.0.0.1:0")
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// heapProfile fetches the operator's heap profile after a garbage
+// collection (what is live, not what is waiting to be collected).
+func (o *operator) heapProfile() ([]byte, error) {
+	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/heap?gc=1")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("heap profile: %w", err)
 	}
-	probes := l.Addr().String()
-	l.Close()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+func startOperator(ctx context.Context, bin, kubeconfig, dir string) (*operator, error) {
+	var addrs [3]string
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	metrics, probes, pprof := addrs[0], addrs[1], addrs[2]
 	log, err := os.Create(filepath.Join(dir, "operator.log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "manager", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--dev-allow-loopback-sinks",
-		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--zap-log-level=error")
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--zap-log-level=error",
+		"--enable-pprof", "--pprof-bind-address="+pprof)
 	cmd.Env = append(os.Environ(), "KOLLECT_GIT_MIRROR_DIR="+filepath.Join(dir, "mirrors"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	op := &operator{cmd: cmd, metrics: metrics, done: make(chan error, 1)}
+	op := &operator{cmd: cmd, metrics: metrics, pprof: pprof, done: make(chan error, 1)}
 	go func() { op.done <- cmd.Wait(); log.Close() }()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get("http://" + probes + "/readyz"); err == nil {

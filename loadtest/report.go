@@ -73,6 +73,13 @@ func (r *Report) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	files = append(files, filepath.Join(dir, "report.md"))
+	if r.Cluster != nil && len(r.Cluster.HeapProfile) > 0 {
+		path := filepath.Join(dir, "heap.pb.gz")
+		if err := os.WriteFile(path, r.Cluster.HeapProfile, 0o644); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
 	for name, draw := range map[string]func() (*plot.Plot, bool){"mailbox.png": r.mailboxPlot, "lag.png": r.lagPlot, "rss.png": r.rssPlot} {
 		p, ok := draw()
 		if !ok {

@@ -108,10 +108,13 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	}
 	e.mu.Unlock()
 
+	eval := &collect.Evaluator{TargetNamespace: spec.Ref.Namespace, TargetName: spec.Ref.Name, PerNamespace: spec.PerNamespace,
+		ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor}
+	reads := eval.Reads()
 	var sources []target.Source
 	var gvrs []schema.GroupVersionResource
 	for _, gvk := range spec.Selection.GVKs(spec.ProfileGVK) {
-		gvr, store, err := e.inf.Acquire(ctx, gvk, spec.Ref.String(), spec.Namespace, ent.inbox)
+		gvr, store, err := e.inf.Acquire(ctx, gvk, spec.Ref.String(), spec.Namespace, reads, ent.inbox)
 		if err != nil {
 			for _, g := range gvrs {
 				e.inf.Release(g, spec.Ref.String())
@@ -131,9 +134,7 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 		}
 	}
 	e.system.Root.Send(ent.pid, &target.Configure{Config: &target.Config{
-		Ref: spec.Ref, Sources: sources, Generation: spec.Generation,
-		Evaluator: &collect.Evaluator{TargetNamespace: spec.Ref.Namespace, TargetName: spec.Ref.Name, PerNamespace: spec.PerNamespace,
-			ProfileGVK: spec.ProfileGVK, Selection: spec.Selection, Extractor: spec.Extractor},
+		Ref: spec.Ref, Sources: sources, Generation: spec.Generation, Evaluator: eval,
 	}})
 	e.relink()
 	return nil

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi"
 )
 
 // TestEveryFieldHasADescription walks every Kollect CRD schema: each
@@ -65,13 +67,23 @@ func TestPublishedOpenAPIDescribesNestedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := dc.OpenAPIV3().Paths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gv, ok := paths["apis/kollect.dev/v1alpha1"]
-	if !ok {
-		t.Fatal("no OpenAPI v3 document for apis/kollect.dev/v1alpha1")
+	// The API server publishes a CRD's OpenAPI document asynchronously,
+	// some time after the CRD is Established; poll for it.
+	var gv openapi.GroupVersion
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		paths, err := dc.OpenAPIV3().Paths()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok bool
+		if gv, ok = paths["apis/kollect.dev/v1alpha1"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no OpenAPI v3 document for apis/kollect.dev/v1alpha1 within 60s")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	raw, err := gv.Schema("application/json")
 	if err != nil {

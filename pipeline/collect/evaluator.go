@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/projection"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/pipeline/selection"
 )
@@ -21,6 +22,16 @@ type Evaluator struct {
 	ProfileGVK   schema.GroupVersionKind
 	Selection    *selection.Target
 	Extractor    *extract.Extractor
+}
+
+// Reads is the part of an object Row reads: identity and selection
+// metadata, the rules' policies and the profile's attributes. Objects
+// reduced to it give the same rows.
+func (e *Evaluator) Reads() *projection.Set {
+	s := projection.Base()
+	s.Merge(e.Selection.Reads())
+	s.Merge(e.Extractor.Reads())
+	return s
 }
 
 // NamespaceLookup returns a namespace's metadata, or nil when unknown.

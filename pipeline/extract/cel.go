@@ -8,6 +8,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 // celEnv declares the single dynamic variable `object`.
@@ -15,7 +17,7 @@ func celEnv() (*cel.Env, error) {
 	return cel.NewEnv(cel.Variable("object", cel.DynType))
 }
 
-func compileProgram(expr string) (cel.Program, error) {
+func compileProgram(expr string) (*celPath, error) {
 	env, err := celEnv()
 	if err != nil {
 		return nil, fmt.Errorf("cel environment: %w", err)
@@ -28,7 +30,7 @@ func compileProgram(expr string) (cel.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid CEL %q: %w", expr, err)
 	}
-	return prg, nil
+	return &celPath{prg: prg, needs: celReads(ast.NativeRep().Expr())}, nil
 }
 
 // objectActivation binds `object` without allocating a map per evaluation.
@@ -44,17 +46,12 @@ func (a *objectActivation) ResolveName(name string) (any, bool) {
 func (a *objectActivation) Parent() interpreter.Activation { return nil }
 
 type celPath struct {
-	prg cel.Program
-	act objectActivation
+	prg   cel.Program
+	act   objectActivation
+	needs *projection.Set
 }
 
-func compileCEL(expr string) (evaluator, error) {
-	prg, err := compileProgram(expr)
-	if err != nil {
-		return nil, err
-	}
-	return &celPath{prg: prg}, nil
-}
+func compileCEL(expr string) (evaluator, error) { return compileProgram(expr) }
 
 func (c *celPath) eval(obj map[string]any) (any, bool, error) {
 	c.act.obj = obj
@@ -104,15 +101,15 @@ func celNative(v ref.Val) any {
 
 // Condition is a compiled CEL boolean expression over `object`, as used by
 // resourceRules[].matchPolicy.
-type Condition struct{ c celPath }
+type Condition struct{ c *celPath }
 
 // CompileCondition compiles a boolean CEL expression.
 func CompileCondition(expr string) (*Condition, error) {
-	prg, err := compileProgram(expr)
+	c, err := compileProgram(expr)
 	if err != nil {
 		return nil, err
 	}
-	return &Condition{c: celPath{prg: prg}}, nil
+	return &Condition{c: c}, nil
 }
 
 // Match reports whether the expression is true for obj; an evaluation error

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 // Attribute is one profile attribute.
@@ -17,6 +19,8 @@ type Attribute struct {
 // path matched nothing (the attribute is null).
 type evaluator interface {
 	eval(obj map[string]any) (value any, found bool, err error)
+	// reads is the part of the object eval looks at.
+	reads() *projection.Set
 }
 
 // Extractor evaluates a profile's attributes against objects.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/util/jsonpath"
+
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 // compileJSONPath accepts `$.a.b` (rewritten to `{.a.b}`) or a kubectl
@@ -29,7 +31,7 @@ func compileJSONPath(path string) (evaluator, error) {
 	if err := jp.Parse(tmpl); err != nil {
 		return nil, fmt.Errorf("invalid JSONPath %q: %w", path, err)
 	}
-	return &templatePath{jp: jp}, nil
+	return &templatePath{jp: jp, needs: templateReads(p.Root)}, nil
 }
 
 // step is one field name, or an index when field is empty.
@@ -93,7 +95,10 @@ func (w fieldWalk) eval(obj map[string]any) (any, bool, error) {
 
 // templatePath evaluates a full kubectl JSONPath template: only the first
 // segment's results count; none is null, one is the value, several a list.
-type templatePath struct{ jp *jsonpath.JSONPath }
+type templatePath struct {
+	jp    *jsonpath.JSONPath
+	needs *projection.Set
+}
 
 func (t *templatePath) eval(obj map[string]any) (any, bool, error) {
 	results, err := t.jp.FindResults(obj)

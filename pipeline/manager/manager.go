@@ -124,7 +124,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("starting manager",
-		"metrics", o.MetricsBindAddress, "probes", o.ProbeBindAddress, "leaderElection", o.LeaderElect)
+		"metrics", o.MetricsBindAddress, "probes", o.ProbeBindAddress, "leaderElection", o.LeaderElect,
+		"goMemoryLimitBytes", applyMemoryLimit())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/projection"
 )
 
 // WatchKey is the label (on objects and namespaces) and annotation (on
@@ -136,4 +137,15 @@ func (t *Target) GVKs(profile schema.GroupVersionKind) []schema.GroupVersionKind
 		}
 	}
 	return out
+}
+
+// Reads is the part of an object the rules' policies read.
+func (t *Target) Reads() *projection.Set {
+	s := &projection.Set{}
+	for _, r := range t.Rules {
+		if r.Policy != nil {
+			s.Merge(r.Policy.Reads())
+		}
+	}
+	return s
 }

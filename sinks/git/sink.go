@@ -11,13 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/sinks"
@@ -93,9 +96,12 @@ func New(cfg Config) (*Sink, error) {
 		}
 		dir = d
 	}
-	repo, err := gogit.PlainOpen(dir)
+	// A small object cache: go-git's default keeps up to 96 MiB of objects
+	// alive, and a push walks every object of the tree.
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
+	repo, err := gogit.Open(st, nil)
 	if errors.Is(err, gogit.ErrRepositoryNotExists) {
-		repo, err = gogit.PlainInit(dir, true)
+		repo, err = gogit.Init(st, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
