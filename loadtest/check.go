@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const pgScope = `FROM inventory_items WHERE inventory_namespace = 'default' AND inventory_name = 'load'`
+const pgScope = `FROM inventory_items WHERE inventory_namespace = '` + pipelineNamespace + `' AND inventory_name = 'load'`
 
 func pgCount(ctx context.Context, db *pgx.Conn) (int, error) {
 	var n int

@@ -45,7 +45,9 @@ func (o *operator) heapProfile() ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
-func startOperator(ctx context.Context, bin, kubeconfig, dir string) (*operator, error) {
+// startOperator runs bin as the manager against kubeconfig, with env added
+// to this process's environment.
+func startOperator(ctx context.Context, bin, kubeconfig, dir string, env ...string) (*operator, error) {
 	var addrs [3]string
 	for i := range addrs {
 		a, err := freeAddr()
@@ -62,7 +64,7 @@ func startOperator(ctx context.Context, bin, kubeconfig, dir string) (*operator,
 	cmd := exec.Command(bin, "manager", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--dev-allow-loopback-sinks",
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--zap-log-level=error",
 		"--enable-pprof", "--pprof-bind-address="+pprof)
-	cmd.Env = append(os.Environ(), "KOLLECT_GIT_MIRROR_DIR="+filepath.Join(dir, "mirrors"))
+	cmd.Env = append(append(os.Environ(), "KOLLECT_GIT_MIRROR_DIR="+filepath.Join(dir, "mirrors")), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -115,14 +115,16 @@ func (r *Report) table(b *strings.Builder) {
 		row("engine: peak RSS (harness and engine)", mib(e.PeakRSSBytes))
 	}
 	if c := r.Cluster; c != nil {
+		row("cluster: objects (Deployments)", fmt.Sprintf("%d (%d)", c.Objects, c.Deployments))
 		row("cluster: objects created in", c.CreateDuration.Round(time.Millisecond).String())
 		row("cluster: all rows in Git after the last create", c.AllInGit.Round(time.Millisecond).String())
 		row("cluster: all rows in Postgres after the last create", c.AllInPostgres.Round(time.Millisecond).String())
-		row("cluster: updates during churn", fmt.Sprint(c.Updates))
+		row("cluster: churn updates / deletes / re-creates", fmt.Sprintf("%d / %d / %d", c.Updates, c.Deletes, c.Creates))
 		row("cluster: lag p50 / p95 / p99 / max (write → Postgres)", fmt.Sprintf("%v / %v / %v / %v",
 			c.LagP50.Round(time.Millisecond), c.LagP95.Round(time.Millisecond), c.LagP99.Round(time.Millisecond), c.LagMax.Round(time.Millisecond)))
 		row("cluster: rows lost in Postgres / Git, duplicated", fmt.Sprintf("%d / %d, %d", c.LostPostgres, c.LostGit, c.Duplicated))
 		row("cluster: operator peak RSS", mib(c.PeakRSSBytes))
+		row("cluster: operator live heap once every row arrived", mib(c.LiveHeapBytes))
 		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
 	}

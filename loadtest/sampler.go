@@ -151,3 +151,22 @@ func peaks(samples []Sample) (int64, map[string]float64) {
 	}
 	return rss, mb
 }
+
+// scrapeGauge reads one unlabelled gauge from a /metrics address.
+func scrapeGauge(addr, name string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	mf := mfs[name]
+	if mf == nil || len(mf.GetMetric()) == 0 {
+		return 0, fmt.Errorf("%s not exported", name)
+	}
+	return mf.GetMetric()[0].GetGauge().GetValue(), nil
+}

@@ -19,12 +19,23 @@ type Scenario struct {
 	Objects    int     `json:"objects"`
 	Namespaces int     `json:"namespaces,omitempty"`
 	CreateRate float64 `json:"createRate,omitempty"`
+	// DeploymentShare of the objects are Deployments (cluster mode).
+	DeploymentShare float64 `json:"deploymentShare,omitempty"`
 	// Updates, in engine mode, sent as fast as they go after the creates
 	// (instead of churnRate × churnFor).
 	Updates int `json:"updates,omitempty"`
 	// Churn after every row arrived: updates per second, for how long.
 	ChurnRate float64  `json:"churnRate,omitempty"`
 	ChurnFor  Duration `json:"churnFor,omitempty"`
+	// DeleteShare of the churn's changes are deletes (cluster mode); a
+	// deleted object is created again at its next change.
+	DeleteShare float64 `json:"deleteShare,omitempty"`
+	// GoMemLimit is the operator's GOMEMLIMIT (cluster mode), as the Helm
+	// chart's memory limit would set it; empty: none.
+	GoMemLimit string `json:"goMemLimit,omitempty"`
+	// Cluster is the API server's address when a kubeconfig was given
+	// (set by the harness, not read from the file).
+	Cluster string `json:"cluster,omitempty"`
 	// SinkDelay makes every engine-mode export this slow.
 	SinkDelay Duration `json:"sinkDelay,omitempty"`
 }
@@ -59,14 +70,18 @@ func LoadScenario(path string) (Scenario, error) {
 	if s.Objects <= 0 || (s.Mode != "engine" && s.Mode != "cluster") {
 		return s, fmt.Errorf("%s: want mode engine or cluster and objects > 0", path)
 	}
+	if s.DeploymentShare < 0 || s.DeploymentShare > 1 || s.DeleteShare < 0 || s.DeleteShare > 1 {
+		return s, fmt.Errorf("%s: deploymentShare and deleteShare are fractions between 0 and 1", path)
+	}
 	if s.Namespaces <= 0 {
 		s.Namespaces = 10
 	}
 	return s, nil
 }
 
-// Run runs a scenario; binary is the kollect binary for cluster mode.
-func Run(ctx context.Context, s Scenario, binary string, logf func(string, ...any)) (*Report, error) {
+// Run runs a scenario; binary is the kollect binary for cluster mode, and
+// kubeconfig the cluster it loads ("" for a local control plane).
+func Run(ctx context.Context, s Scenario, binary, kubeconfig string, logf func(string, ...any)) (*Report, error) {
 	r := &Report{Scenario: s, Machine: machine(), StartedAt: time.Now()}
 	var err error
 	switch s.Mode {
@@ -77,8 +92,9 @@ func Run(ctx context.Context, s Scenario, binary string, logf func(string, ...an
 		}
 		r.Engine, err = RunEngine(ctx, EngineOptions{Objects: s.Objects, Updates: updates, UpdateRate: s.ChurnRate, SinkDelay: s.SinkDelay.Duration})
 	case "cluster":
-		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Objects: s.Objects, Namespaces: s.Namespaces, CreateRate: s.CreateRate,
-			ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration, Log: logf})
+		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
+			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,
+			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, Log: logf})
 	}
 	return r, err
 }
