@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -178,7 +179,16 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	kept := e.reads()
-	_ = inf.SetTransform(func(obj any) (any, error) { return project(obj, kept) })
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if c, ok := obj.(*compact); ok {
+			return c, nil // a periodic resync of what is cached
+		}
+		u, err := project(obj, kept)
+		if pu, ok := u.(*unstructured.Unstructured); ok && err == nil {
+			return toCompact(pu)
+		}
+		return u, err
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.dispatch(e, obj, false, 1) },
 		UpdateFunc: func(_, obj any) { m.dispatch(e, obj, false, 0) },
@@ -195,11 +205,16 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, deleted = t.Obj, true
 	}
-	u, _ := obj.(*unstructured.Unstructured)
-	if u == nil {
+	c, _ := obj.(*compact)
+	if c == nil {
 		return
 	}
-	key, _ := cache.MetaNamespaceKeyFunc(u)
+	u, err := c.object()
+	if err != nil {
+		utilruntime.HandleError(err) // cannot happen: the cache wrote that JSON
+		return
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(c)
 	ev := Event{GVR: e.gvr, Key: key, Deleted: deleted, Object: u}
 	if subs := e.view.Load(); subs != nil {
 		for _, s := range *subs {
@@ -236,6 +251,7 @@ type indexerStore struct{ idx cache.Indexer }
 
 func storeOf(inf cache.SharedIndexInformer) Store { return indexerStore{idx: inf.GetIndexer()} }
 
+// List decodes the cached objects of namespace ("" for all).
 func (s indexerStore) List(namespace string) []*unstructured.Unstructured {
 	var objs []any
 	if namespace == "" {
@@ -245,9 +261,16 @@ func (s indexerStore) List(namespace string) []*unstructured.Unstructured {
 	}
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
+		c, ok := o.(*compact)
+		if !ok {
+			continue
 		}
+		u, err := c.decode()
+		if err != nil {
+			utilruntime.HandleError(err)
+			continue
+		}
+		out = append(out, u)
 	}
 	return out
 }

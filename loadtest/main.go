@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,28 +15,53 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-func main() {
-	scenario := flag.String("scenario", "10k", "A scenario name from loadtest/scenarios or a scenario file.")
-	out := flag.String("out", "loadtest/reports", "Folder for the report.")
-	binary := flag.String("kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
-	kubeconfig := flag.String("kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
-	memLimit := flag.String("gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
-	flag.Parse()
-	path := *scenario
-	if !strings.ContainsAny(path, "/.") {
-		path = filepath.Join("loadtest", "scenarios", path+".yaml")
+// flags are the harness's command-line settings.
+type flags struct {
+	scenario, out, binary, kubeconfig, memLimit string
+}
+
+// parseFlags reads the command line with a flag set of its own:
+// controller-runtime registers -kubeconfig on the global one.
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.StringVar(&f.scenario, "scenario", "10k", "A scenario name from loadtest/scenarios or a scenario file.")
+	fs.StringVar(&f.out, "out", "loadtest/reports", "Folder for the report.")
+	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
+	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
+	if err := fs.Parse(args); err != nil {
+		return f, err
 	}
-	s, err := LoadScenario(path)
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if !strings.ContainsAny(f.scenario, "/.") {
+		f.scenario = filepath.Join("loadtest", "scenarios", f.scenario+".yaml")
+	}
+	return f, nil
+}
+
+func main() {
+	f, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fail(err)
 	}
-	if *memLimit != "" {
-		s.GoMemLimit = *memLimit
+	binary := &f.binary
+	s, err := LoadScenario(f.scenario)
+	if err != nil {
+		fail(err)
 	}
-	if *kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if f.memLimit != "" {
+		s.GoMemLimit = f.memLimit
+	}
+	if f.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		if err != nil {
-			fail(fmt.Errorf("kubeconfig %s: %w", *kubeconfig, err))
+			fail(fmt.Errorf("kubeconfig %s: %w", f.kubeconfig, err))
 		}
 		s.Cluster = cfg.Host
 	}
@@ -49,9 +75,9 @@ func main() {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "loadtest: "+format+"\n", a...) }
 	logf("scenario %s (%s mode, %d objects)", s.Name, s.Mode, s.Objects)
-	rep, err := Run(ctx, s, *binary, *kubeconfig, logf)
+	rep, err := Run(ctx, s, *binary, f.kubeconfig, logf)
 	if rep != nil {
-		dir := filepath.Join(*out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
+		dir := filepath.Join(f.out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
 		files, werr := rep.Write(dir)
 		rep.Summary(os.Stdout)
 		if werr != nil {

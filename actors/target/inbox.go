@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/informers"
 )
@@ -13,7 +14,7 @@ import (
 // message is in the mailbox at most.
 type Inbox struct {
 	mu      sync.Mutex
-	pending map[string]informers.Event
+	pending map[pendingKey]informers.Event
 	nsDirty map[string]bool
 	woken   bool
 	root    *actor.RootContext
@@ -44,9 +45,15 @@ func (b *Inbox) recall() (*Config, map[string]subscription) {
 
 type wake struct{}
 
+// pendingKey identifies an object; a struct key costs no allocation.
+type pendingKey struct {
+	gvr schema.GroupVersionResource
+	key string
+}
+
 // NewInbox builds an inbox; Bind connects it to its actor.
 func NewInbox(root *actor.RootContext) *Inbox {
-	return &Inbox{root: root, pending: map[string]informers.Event{}, nsDirty: map[string]bool{}}
+	return &Inbox{root: root, pending: map[pendingKey]informers.Event{}, nsDirty: map[string]bool{}}
 }
 
 // Bind sets the actor the inbox wakes, and wakes it when events arrived
@@ -64,7 +71,7 @@ func (b *Inbox) Bind(pid *actor.PID) {
 // Notify implements informers.Subscriber.
 func (b *Inbox) Notify(ev informers.Event) {
 	b.mu.Lock()
-	b.pending[ev.GVR.String()+"|"+ev.Key] = ev
+	b.pending[pendingKey{ev.GVR, ev.Key}] = ev
 	b.wakeLocked()
 }
 
@@ -86,10 +93,10 @@ func (b *Inbox) wakeLocked() {
 }
 
 // drain takes every pending event and namespace change.
-func (b *Inbox) drain() (map[string]informers.Event, map[string]bool) {
+func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	evs, ns := b.pending, b.nsDirty
-	b.pending, b.nsDirty, b.woken = map[string]informers.Event{}, map[string]bool{}, false
+	b.pending, b.nsDirty, b.woken = map[pendingKey]informers.Event{}, map[string]bool{}, false
 	return evs, ns
 }

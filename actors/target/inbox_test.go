@@ -21,7 +21,7 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 	inbox := NewInbox(sys.Root)
 	release := make(chan struct{})
 	var wakes atomic.Int32
-	drained := make(chan map[string]informers.Event, 10)
+	drained := make(chan map[pendingKey]informers.Event, 10)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(wake); ok {
 			wakes.Add(1)

@@ -51,7 +51,9 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	if nsObj := namespaces(ns); nsObj != nil {
 		info.Labels, info.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
 	}
-	if !e.Selection.Matches(gvk, obj.GetName(), obj.GetLabels(), info, obj.Object) {
+	objLabels, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
+	lbls, _ := objLabels.(map[string]any)
+	if !e.Selection.Matches(gvk, obj.GetName(), selection.ObjectLabels(lbls), info, obj.Object) {
 		return nil, nil
 	}
 	attrs, err := e.Extractor.Extract(obj.Object)

@@ -69,11 +69,6 @@ type Key struct {
 
 func (k Key) String() string { return k.TargetNamespace + "/" + k.TargetName + "/" + k.UID }
 
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// encode is json.Marshal: compact, map keys sorted, and a slice of exactly
+// the encoded length (rows are kept for as long as their object lives).
+func encode(v any) ([]byte, error) { return json.Marshal(v) }

@@ -60,11 +60,11 @@ func (t *Target) NamespaceMatches(ns Namespace) bool {
 // Matches decides whether the object is collected. ns describes the
 // object's namespace ("default" for cluster-scoped objects); nil skips the
 // namespace tests.
-func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels map[string]string, ns *Namespace, obj map[string]any) bool {
+func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels labels.Labels, ns *Namespace, obj map[string]any) bool {
 	if ns != nil && !t.NamespaceMatches(*ns) {
 		return false
 	}
-	set := labels.Set(objLabels)
+	set := objLabels
 	if len(t.Rules) > 0 {
 		matched := false
 		for _, r := range t.Rules {
@@ -87,7 +87,7 @@ func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels map
 	return t.watchGate(objLabels, ns)
 }
 
-func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Set, ns *Namespace, obj map[string]any) bool {
+func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Labels, ns *Namespace, obj map[string]any) bool {
 	if r.GVK != gvk {
 		return false
 	}
@@ -101,8 +101,8 @@ func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Set, ns *Namespac
 }
 
 // watchGate applies the kollect.dev/watch label and annotation (§2.5).
-func (t *Target) watchGate(objLabels map[string]string, ns *Namespace) bool {
-	switch objLabels[WatchLabel] {
+func (t *Target) watchGate(objLabels labels.Labels, ns *Namespace) bool {
+	switch objLabels.Get(WatchLabel) {
 	case "disabled":
 		return false
 	case "enabled":
@@ -148,4 +148,21 @@ func (t *Target) Reads() *projection.Set {
 		}
 	}
 	return s
+}
+
+// ObjectLabels reads an unstructured object's metadata.labels in place,
+// without the copy GetLabels makes.
+type ObjectLabels map[string]any
+
+// Has implements labels.Labels.
+func (l ObjectLabels) Has(k string) bool { _, ok := l[k]; return ok }
+
+// Get implements labels.Labels.
+func (l ObjectLabels) Get(k string) string { s, _ := l[k].(string); return s }
+
+// Lookup implements labels.Labels.
+func (l ObjectLabels) Lookup(k string) (string, bool) {
+	v, ok := l[k]
+	s, _ := v.(string)
+	return s, ok
 }

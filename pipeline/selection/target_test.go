@@ -57,7 +57,7 @@ func TestMatches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.target.Matches(tc.gvk, "web", tc.labels, tc.ns, obj); got != tc.want {
+			if got := tc.target.Matches(tc.gvk, "web", labels.Set(tc.labels), tc.ns, obj); got != tc.want {
 				t.Fatalf("want %v, got %v", tc.want, got)
 			}
 		})

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -30,13 +31,24 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 	state := events.State{}
 	want := map[int32]kgo.Offset{}
 	remaining := map[int32]int64{}
+	var listErr error
 	ends.Each(func(o kadm.ListedOffset) {
-		start, _ := starts.Lookup(o.Topic, o.Partition)
-		if o.Err == nil && o.Offset > start.Offset {
+		start, ok := starts.Lookup(o.Topic, o.Partition)
+		switch {
+		case o.Err != nil:
+			listErr = o.Err
+		case !ok || start.Err != nil:
+			listErr = fmt.Errorf("no start offset for partition %d", o.Partition)
+		case o.Offset > start.Offset:
 			want[o.Partition] = kgo.NewOffset().At(start.Offset)
 			remaining[o.Partition] = o.Offset
 		}
 	})
+	if listErr != nil {
+		// A partition skipped would leave its rows out of the state:
+		// republished, and their deletes never sent. Retry instead.
+		return nil, s.classify("list offsets", listErr)
+	}
 	if len(want) == 0 {
 		return state, nil
 	}
@@ -46,7 +58,7 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 		return nil, s.classify("read back topic", err)
 	}
 	defer reader.Close()
-	idle := 0
+	idle, seen := 0, false
 	for len(remaining) > 0 {
 		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := reader.PollFetches(pollCtx)
@@ -76,13 +88,17 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 			}
 		}
 		// Compaction may have removed the last offsets (deleted
-		// tombstones); several empty polls mean there is nothing more.
-		if n == 0 {
-			if idle++; idle >= 3 {
-				break
-			}
-		} else {
-			idle = 0
+		// tombstones); several empty polls once records flowed mean there
+		// is nothing more. Before the first record, the client may still
+		// be connecting on a busy machine: wait longer, or a partial read
+		// would republish rows and miss deletes.
+		switch {
+		case n > 0:
+			idle, seen = 0, true
+		case seen && idle >= 4, !seen && idle >= 14:
+			return state, nil
+		default:
+			idle++
 		}
 	}
 	return state, nil

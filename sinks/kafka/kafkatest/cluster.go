@@ -5,6 +5,7 @@ package kafkatest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -87,18 +88,37 @@ func ReadAll(ctx context.Context, brokers []string, topic string) ([]*kgo.Record
 		return nil, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
+	// Every partition's end offset, retried while a partition reports an
+	// error (a restarted broker loading its data).
 	remaining := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			remaining[o.Partition] = o.Offset
+	for {
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+		if err != nil {
+			return nil, err
 		}
-	})
+		var partErr error
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				partErr = o.Err
+			} else if o.Offset > 0 {
+				remaining[o.Partition] = o.Offset
+			}
+		})
+		if partErr == nil && ends.Error() == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("list end offsets of %s: %v", topic, partErr)
+		}
+		clear(remaining)
+		time.Sleep(100 * time.Millisecond)
+	}
 	var out []*kgo.Record
-	for idle := 0; len(remaining) > 0 && idle < 4; {
+	// Empty polls end the read once records flowed (compaction can leave
+	// the end offsets unreachable); before the first record the client
+	// may still be connecting on a busy machine.
+	seen := false
+	for idle := 0; len(remaining) > 0 && (seen && idle < 10 || !seen && idle < 30); {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := cl.PollFetches(pctx)
 		cancel()
@@ -111,7 +131,9 @@ func ReadAll(ctx context.Context, brokers []string, topic string) ([]*kgo.Record
 			}
 		})
 		if n == 0 {
-			idle++ // compaction can leave the end offsets unreachable
+			idle++
+		} else {
+			idle, seen = 0, true
 		}
 	}
 	return out, nil

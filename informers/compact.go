@@ -1,0 +1,68 @@
+package informers
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// compact is what the cache holds for one object: its name and namespace
+// (for keys and the namespace index) and the JSON of the object reduced to
+// what the subscribers read. A decoded object costs several times its JSON
+// in maps; the cache is read only to evaluate everything again (a new
+// profile, a namespace whose labels changed), so it keeps the JSON and
+// decodes on demand.
+//
+// fresh carries the decoded object from the transform to the event
+// handler, which takes it once; the cache never keeps it.
+type compact struct {
+	metav1.ObjectMeta
+	raw   []byte
+	fresh atomic.Pointer[unstructured.Unstructured]
+}
+
+var _ runtime.Object = (*compact)(nil)
+
+// GetObjectKind implements runtime.Object; the cache needs no kind.
+func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object. The JSON is never modified, so
+// copies share it.
+func (c *compact) DeepCopyObject() runtime.Object {
+	return &compact{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}, raw: c.raw}
+}
+
+// toCompact reduces u (already pruned) to a cache entry that hands u to the
+// event handler once.
+func toCompact(u *unstructured.Unstructured) (*compact, error) {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	c := &compact{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}, raw: raw}
+	c.fresh.Store(u)
+	return c, nil
+}
+
+// object returns the decoded object: the one the transform saw, the first
+// time, and a new decoding of the JSON after that.
+func (c *compact) object() (*unstructured.Unstructured, error) {
+	if u := c.fresh.Swap(nil); u != nil {
+		return u, nil
+	}
+	return c.decode()
+}
+
+// decode decodes the cached JSON, leaving a fresh object to its handler.
+func (c *compact) decode() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(c.raw); err != nil {
+		return nil, fmt.Errorf("decode cached %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return u, nil
+}
