@@ -21,12 +21,22 @@ import (
 // fresh carries the decoded object from the transform to the event
 // handler, which takes it once; the cache never keeps it.
 type compact struct {
-	metav1.ObjectMeta
-	raw   []byte
-	fresh atomic.Pointer[unstructured.Unstructured]
+	namespace, name string
+	raw             []byte
+	fresh           atomic.Pointer[unstructured.Unstructured]
 }
 
-var _ runtime.Object = (*compact)(nil)
+var (
+	_ runtime.Object            = (*compact)(nil)
+	_ metav1.ObjectMetaAccessor = (*compact)(nil)
+)
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor for the cache's key
+// and index functions. The metadata is built on demand: an embedded
+// ObjectMeta would cost every cached object about 300 bytes.
+func (c *compact) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: c.name, Namespace: c.namespace}
+}
 
 // GetObjectKind implements runtime.Object; the cache needs no kind.
 func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -34,7 +44,7 @@ func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectK
 // DeepCopyObject implements runtime.Object. The JSON is never modified, so
 // copies share it.
 func (c *compact) DeepCopyObject() runtime.Object {
-	return &compact{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace}, raw: c.raw}
+	return &compact{namespace: c.namespace, name: c.name, raw: c.raw}
 }
 
 // toCompact reduces u (already pruned) to a cache entry that hands u to the
@@ -44,7 +54,7 @@ func toCompact(u *unstructured.Unstructured) (*compact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compact{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}, raw: raw}
+	c := &compact{namespace: u.GetNamespace(), name: u.GetName(), raw: raw}
 	c.fresh.Store(u)
 	return c, nil
 }
@@ -62,7 +72,7 @@ func (c *compact) object() (*unstructured.Unstructured, error) {
 func (c *compact) decode() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(c.raw); err != nil {
-		return nil, fmt.Errorf("decode cached %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("decode cached %s/%s: %w", c.namespace, c.name, err)
 	}
 	return u, nil
 }

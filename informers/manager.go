@@ -214,7 +214,10 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 		utilruntime.HandleError(err) // cannot happen: the cache wrote that JSON
 		return
 	}
-	key, _ := cache.MetaNamespaceKeyFunc(c)
+	key := c.name
+	if c.namespace != "" {
+		key = c.namespace + "/" + c.name // the cache's key
+	}
 	ev := Event{GVR: e.gvr, Key: key, Deleted: deleted, Object: u}
 	if subs := e.view.Load(); subs != nil {
 		for _, s := range *subs {

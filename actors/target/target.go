@@ -189,7 +189,7 @@ func (a *actorState) resync(ctx actor.Context) {
 	a.rows, a.failures = map[objKey]*rows.Row{}, map[objKey]string{}
 	for _, src := range a.cfg.Sources {
 		for _, obj := range src.Store.List("") {
-			a.evaluate(src, obj)
+			a.evaluate(src, objectKey(obj), obj)
 		}
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
@@ -228,7 +228,7 @@ func (a *actorState) apply(ev informers.Event) (*rows.Row, *rows.Key) {
 	old := a.rows[k]
 	var row *rows.Row
 	if !ev.Deleted && ev.Object != nil {
-		row = a.evaluate(*src, ev.Object)
+		row = a.evaluate(*src, ev.Key, ev.Object)
 	} else {
 		delete(a.rows, k)
 		delete(a.failures, k)
@@ -260,7 +260,7 @@ func (a *actorState) evaluateNamespace(ns string) ([]*rows.Row, []rows.Key) {
 		for _, obj := range src.Store.List(ns) {
 			k := objKey{src.GVR, ns + "/" + obj.GetName()}
 			old := a.rows[k]
-			row := a.evaluate(src, obj)
+			row := a.evaluate(src, k.key, obj)
 			if u, d := a.diff(k, old, row); u != nil {
 				ups = append(ups, u)
 			} else if d != nil {
@@ -271,13 +271,18 @@ func (a *actorState) evaluateNamespace(ns string) ([]*rows.Row, []rows.Key) {
 	return ups, dels
 }
 
-// evaluate runs selection and extraction for obj and stores the result: the
-// row, or its absence.
-func (a *actorState) evaluate(src Source, obj *unstructured.Unstructured) *rows.Row {
-	key := obj.GetName()
-	if obj.GetNamespace() != "" {
-		key = obj.GetNamespace() + "/" + key
+// objectKey is namespace/name, or name for cluster-scoped objects (the
+// informer's key).
+func objectKey(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
 	}
+	return obj.GetName()
+}
+
+// evaluate runs selection and extraction for obj (whose informer key is
+// key) and stores the result: the row, or its absence.
+func (a *actorState) evaluate(src Source, key string, obj *unstructured.Unstructured) *rows.Row {
 	k := objKey{src.GVR, key}
 	row, err := a.cfg.Evaluator.Row(src.GVK, obj, a.ns.Namespace)
 	switch {

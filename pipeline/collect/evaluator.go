@@ -47,13 +47,10 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	if ns == "" {
 		ns = "default"
 	}
-	info := &selection.Namespace{Name: ns}
-	if nsObj := namespaces(ns); nsObj != nil {
-		info.Labels, info.Annotations = nsObj.GetLabels(), nsObj.GetAnnotations()
-	}
+	info := selection.NamespaceOf(ns, namespaces(ns))
 	objLabels, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
 	lbls, _ := objLabels.(map[string]any)
-	if !e.Selection.Matches(gvk, obj.GetName(), selection.ObjectLabels(lbls), info, obj.Object) {
+	if !e.Selection.Matches(gvk, obj.GetName(), selection.ObjectLabels(lbls), &info, obj.Object) {
 		return nil, nil
 	}
 	attrs, err := e.Extractor.Extract(obj.Object)

@@ -2,7 +2,6 @@ package rows
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -31,7 +30,7 @@ func New(r Row) (*Row, error) {
 	if r.Attributes == nil {
 		r.Attributes = map[string]any{}
 	}
-	raw, err := encode(r)
+	raw, err := encode(&r)
 	if err != nil {
 		return nil, fmt.Errorf("encode row %s/%s: %w", r.Namespace, r.Name, err)
 	}
@@ -68,7 +67,3 @@ type Key struct {
 }
 
 func (k Key) String() string { return k.TargetNamespace + "/" + k.TargetName + "/" + k.UID }
-
-// encode is json.Marshal: compact, map keys sorted, and a slice of exactly
-// the encoded length (rows are kept for as long as their object lives).
-func encode(v any) ([]byte, error) { return json.Marshal(v) }

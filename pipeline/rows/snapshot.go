@@ -83,9 +83,8 @@ func (s *Snapshot) Envelope(cluster string) []byte {
 	b.WriteString(`,"itemCount":` + strconv.Itoa(len(s.Rows)))
 	b.WriteString(`,"exportedAt":"` + s.ExportedAt.Format(time.RFC3339Nano) + `"`)
 	if cluster != "" {
-		c, _ := encode(cluster)
 		b.WriteString(`,"cluster":`)
-		b.Write(c)
+		b.Write(appendString(nil, cluster))
 	}
 	b.WriteString(`,"items":[`)
 	for i, r := range s.Rows {

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -15,11 +16,40 @@ const (
 	NamespaceWatchAnnot = "kollect.dev/namespace-watch"
 )
 
-// Namespace is what selection needs to know about a namespace.
+// Namespace is what selection needs to know about a namespace. Nil
+// Labels or Annotations read as empty.
 type Namespace struct {
 	Name        string
-	Labels      map[string]string
-	Annotations map[string]string
+	Labels      labels.Labels
+	Annotations labels.Labels
+}
+
+// NamespaceOf describes namespace name from its object (nil when unknown),
+// reading its labels and annotations in place.
+func NamespaceOf(name string, obj *unstructured.Unstructured) Namespace {
+	ns := Namespace{Name: name}
+	if obj != nil {
+		l, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
+		a, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "annotations")
+		lm, _ := l.(map[string]any)
+		am, _ := a.(map[string]any)
+		ns.Labels, ns.Annotations = ObjectLabels(lm), ObjectLabels(am)
+	}
+	return ns
+}
+
+func (ns *Namespace) labels() labels.Labels {
+	if ns.Labels == nil {
+		return labels.Set(nil)
+	}
+	return ns.Labels
+}
+
+func (ns *Namespace) annotation(key string) string {
+	if ns.Annotations == nil {
+		return ""
+	}
+	return ns.Annotations.Get(key)
 }
 
 // Rule is one compiled resourceRules entry.
@@ -50,7 +80,7 @@ func (t *Target) NamespaceMatches(ns Namespace) bool {
 	if t.Excluded[ns.Name] {
 		return false
 	}
-	set := labels.Set(ns.Labels)
+	set := ns.labels()
 	if t.NamespaceExcludeSelector != nil && t.NamespaceExcludeSelector.Matches(set) {
 		return false
 	}
@@ -91,7 +121,7 @@ func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Labels, ns *Names
 	if r.GVK != gvk {
 		return false
 	}
-	if r.NamespaceSelector != nil && (ns == nil || !r.NamespaceSelector.Matches(labels.Set(ns.Labels))) {
+	if r.NamespaceSelector != nil && (ns == nil || !r.NamespaceSelector.Matches(ns.labels())) {
 		return false
 	}
 	if r.Labels != nil && !r.Labels.Matches(set) {
@@ -110,8 +140,8 @@ func (t *Target) watchGate(objLabels labels.Labels, ns *Namespace) bool {
 	}
 	nsState := ""
 	if ns != nil {
-		nsState = ns.Labels[WatchLabel]
-		if a := ns.Annotations[NamespaceWatchAnnot]; a == "enabled" || a == "disabled" {
+		nsState = ns.labels().Get(WatchLabel)
+		if a := ns.annotation(NamespaceWatchAnnot); a == "enabled" || a == "disabled" {
 			if nsState != "disabled" {
 				nsState = a
 			}

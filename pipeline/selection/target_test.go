@@ -25,9 +25,9 @@ func TestMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	demo := &selection.Namespace{Name: "demo", Labels: map[string]string{"kubernetes.io/metadata.name": "demo"}}
-	optedIn := &selection.Namespace{Name: "in", Labels: map[string]string{"kollect.dev/watch": "enabled"}}
-	annotatedOff := &selection.Namespace{Name: "off", Annotations: map[string]string{"kollect.dev/namespace-watch": "disabled"}}
+	demo := &selection.Namespace{Name: "demo", Labels: labels.Set{"kubernetes.io/metadata.name": "demo"}}
+	optedIn := &selection.Namespace{Name: "in", Labels: labels.Set{"kollect.dev/watch": "enabled"}}
+	annotatedOff := &selection.Namespace{Name: "off", Annotations: labels.Set{"kollect.dev/namespace-watch": "disabled"}}
 	obj := map[string]any{"spec": map[string]any{"replicas": int64(3)}}
 	cases := []struct {
 		name   string

@@ -188,11 +188,7 @@ func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched, effective 
 		return nil, nil
 	}
 	for _, name := range nss.NamespaceNames() {
-		ns := selection.Namespace{Name: name}
-		if obj := nss.Namespace(name); obj != nil {
-			ns.Labels, ns.Annotations = obj.GetLabels(), obj.GetAnnotations()
-		}
-		if sel.NamespaceMatches(ns) {
+		if sel.NamespaceMatches(selection.NamespaceOf(name, nss.Namespace(name))) {
 			matched = append(matched, name)
 			effective = append(effective, name)
 		}
