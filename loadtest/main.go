@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -17,7 +18,7 @@ import (
 
 // flags are the harness's command-line settings.
 type flags struct {
-	scenario, out, binary, kubeconfig, memLimit string
+	scenario, out, binary, kubeconfig, memLimit, cpuProfile string
 }
 
 // parseFlags reads the command line with a flag set of its own:
@@ -30,6 +31,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's).")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -64,6 +66,16 @@ func main() {
 			fail(fmt.Errorf("kubeconfig %s: %w", f.kubeconfig, err))
 		}
 		s.Cluster = cfg.Host
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,6 +1,9 @@
 package inventory
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -87,5 +90,49 @@ func TestRowSet(t *testing.T) {
 				t.Fatalf("want %s, got %s", tc.want, got)
 			}
 		})
+	}
+}
+
+// TestListStaysInCanonicalOrder: after any mix of upserts, deletes,
+// replaces and drops, the incrementally ordered list equals every current
+// row sorted from scratch.
+func TestListStaysInCanonicalOrder(t *testing.T) {
+	targets := []messages.TargetRef{{Kind: "KollectTarget", Namespace: "a", Name: "x"}, {Kind: "KollectTarget", Namespace: "b", Name: "y"}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	row := func(target messages.TargetRef, i, v int) *rows.Row {
+		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: fmt.Sprintf("ns-%d", i%7),
+			Name: fmt.Sprintf("obj-%03d", i), Version: "v1", Kind: "Pod", UID: fmt.Sprintf("uid-%03d", i), Attributes: map[string]any{"v": int64(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	s := newRowSet()
+	for step := range 300 {
+		tg := targets[rng.IntN(len(targets))]
+		msg := &messages.RowsChanged{Target: tg, Replace: rng.IntN(40) == 0}
+		for range rng.IntN(20) {
+			msg.Upserts = append(msg.Upserts, row(tg, rng.IntN(200), rng.IntN(3)))
+		}
+		for range rng.IntN(10) {
+			msg.Deletes = append(msg.Deletes, rows.Key{TargetNamespace: tg.Namespace, TargetName: tg.Name, UID: fmt.Sprintf("uid-%03d", rng.IntN(200))})
+		}
+		if rng.IntN(60) == 0 {
+			s.drop(tg)
+		} else {
+			s.apply(msg)
+		}
+		if rng.IntN(3) > 0 {
+			continue // several changes between two exports
+		}
+		got := s.list(false)
+		want := make([]*rows.Row, 0, len(s.rows))
+		for _, r := range s.rows {
+			want = append(want, r)
+		}
+		slices.SortFunc(want, rows.Compare)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: list has %d rows out of order or stale; want %d", step, len(got), len(want))
+		}
 	}
 }

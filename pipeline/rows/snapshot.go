@@ -29,23 +29,37 @@ type Snapshot struct {
 // NewSnapshot orders rows canonically and computes the checksum. It takes
 // ownership of rows.
 func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
-	slices.SortFunc(rs, Compare)
+	if !slices.IsSortedFunc(rs, Compare) { // callers that keep rows in order pay one pass
+		slices.SortFunc(rs, Compare)
+	}
 	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC()}
 }
 
 // Compare orders rows canonically; it equals comparing SortKey values
 // without building them.
 func Compare(a, b *Row) int {
-	for _, c := range [...]int{
-		strings.Compare(a.TargetNamespace, b.TargetNamespace), strings.Compare(a.TargetName, b.TargetName),
-		strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.UID, b.UID),
-		strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version), strings.Compare(a.Kind, b.Kind),
-	} {
-		if c != 0 {
-			return c
-		}
+	if c := strings.Compare(a.TargetNamespace, b.TargetNamespace); c != 0 {
+		return c
 	}
-	return 0
+	if c := strings.Compare(a.TargetName, b.TargetName); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.UID, b.UID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Group, b.Group); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Version, b.Version); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Kind, b.Kind)
 }
 
 // Checksum is the lower-case hex SHA-256 of the compact JSON array of rows
