@@ -67,18 +67,20 @@ func churn(ctx context.Context, c client.Client, db *pgx.Conn, o ClusterOptions,
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	// Eight writers, fed at the churn rate: one writer alone is bounded by
-	// the API server's round trip.
+	// Writers fed at the churn rate, one per 40 changes/s (at least
+	// eight): a writer is bounded by the API server's round trip, about
+	// 25 ms on a busy 2-core machine.
 	type change struct {
 		ob      object
 		kind    string
 		version string
 	}
+	writers := max(8, int(o.ChurnRate/40))
 	work := make(chan change, 64)
 	var wg sync.WaitGroup
 	var writeErr error
 	var errOnce sync.Once
-	for range 8 {
+	for range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

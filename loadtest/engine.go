@@ -97,24 +97,28 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	runtime.GC()
 	var base runtime.MemStats // before anything of the run exists: for bytes per row
 	runtime.ReadMemStats(&base)
-	// The events are built before the clock starts: the figures are the
-	// engine's, not the cost of making synthetic objects.
-	final := make([]int, objects)
-	evs := make([]informers.Event, 0, objects+updates)
-	for i := range objects {
-		final[i] = 1
-		o := syntheticObject(i, 1)
-		evs = append(evs, informers.Event{GVR: deploymentsGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o})
-	}
-	for u := range updates {
-		i := u % objects
-		final[i]++
-		o := syntheticObject(i, final[i])
-		evs = append(evs, informers.Event{GVR: deploymentsGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o})
-	}
+	// Unpaced events are built before the clock starts, so events/s and
+	// allocations are the engine's, not the cost of making synthetic
+	// objects. Paced updates (a rate) are made as they are sent: their
+	// throughput is the rate, and memory stays what the engine holds.
 	var every time.Duration
 	if o.UpdateRate > 0 {
 		every = time.Duration(float64(time.Second) / o.UpdateRate)
+	}
+	final := make([]int, objects)
+	event := func(i int) informers.Event {
+		final[i]++
+		o := syntheticObject(i, final[i])
+		return informers.Event{GVR: deploymentsGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o}
+	}
+	evs := make([]informers.Event, 0, objects)
+	for i := range objects {
+		evs = append(evs, event(i))
+	}
+	if every == 0 {
+		for u := range updates {
+			evs = append(evs, event(u%objects))
+		}
 	}
 
 	runtime.GC()
@@ -133,13 +137,16 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 
 	start := time.Now()
 	for n := range evs {
-		if u := n - objects; u >= 0 && every > 0 {
+		inbox.Notify(evs[n])
+		evs[n] = informers.Event{} // the engine holds what it keeps
+	}
+	if every > 0 {
+		for u := range updates {
 			if wait := time.Until(start.Add(every * time.Duration(u))); wait > 0 {
 				time.Sleep(wait)
 			}
+			inbox.Notify(event(u % objects))
 		}
-		inbox.Notify(evs[n])
-		evs[n] = informers.Event{} // the engine holds what it keeps
 	}
 	res := &EngineResult{Objects: objects, Events: objects + updates}
 	keys := make([]rows.Key, objects)
