@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +18,33 @@ import (
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
+// binDir holds the operator binary, built once for the package's tests.
+var binDir string
+
+var operatorBinary = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "kollect")
+	if out, err := exec.Command("go", "build", "-o", bin, "kollect.dev/kollect").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the operator: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "kollect-loadtest-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
 func buildOperator(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kollect")
-	if out, err := exec.Command("go", "build", "-o", bin, "kollect.dev/kollect").CombinedOutput(); err != nil {
-		t.Fatalf("build the operator: %v\n%s", err, out)
+	bin, err := operatorBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
