@@ -38,6 +38,14 @@ func (c *compact) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: c.name, Namespace: c.namespace}
 }
 
+// key is the cache's key: namespace/name, or name when cluster-scoped.
+func (c *compact) key() string {
+	if c.namespace == "" {
+		return c.name
+	}
+	return c.namespace + "/" + c.name
+}
+
 // GetObjectKind implements runtime.Object; the cache needs no kind.
 func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 

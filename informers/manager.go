@@ -177,17 +177,15 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 		ns = metav1.NamespaceAll
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+		cache.Indexers{cache.NamespaceIndex: namespaceIndex}, nil).Informer()
 	kept := e.reads()
 	_ = inf.SetTransform(func(obj any) (any, error) {
-		if c, ok := obj.(*compact); ok {
-			return c, nil // a periodic resync of what is cached
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil // a *compact: a periodic resync of what is cached
 		}
-		u, err := project(obj, kept)
-		if pu, ok := u.(*unstructured.Unstructured); ok && err == nil {
-			return toCompact(pu)
-		}
-		return u, err
+		project(u, kept)
+		return toCompact(u)
 	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.dispatch(e, obj, false, 1) },
@@ -214,11 +212,7 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 		utilruntime.HandleError(err) // cannot happen: the cache wrote that JSON
 		return
 	}
-	key := c.name
-	if c.namespace != "" {
-		key = c.namespace + "/" + c.name // the cache's key
-	}
-	ev := Event{GVR: e.gvr, Key: key, Deleted: deleted, Object: u}
+	ev := Event{GVR: e.gvr, Key: c.key(), Deleted: deleted, Object: u}
 	if subs := e.view.Load(); subs != nil {
 		for _, s := range *subs {
 			s.s.Notify(ev)
@@ -229,14 +223,19 @@ func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
 	}
 }
 
-// project reduces an object to what the subscribers read before it is
+// namespaceIndex indexes cache entries by namespace without building their
+// metadata.
+func namespaceIndex(obj any) ([]string, error) {
+	if c, ok := obj.(*compact); ok {
+		return []string{c.namespace}, nil
+	}
+	return cache.MetaNamespaceIndexFunc(obj)
+}
+
+// project reduces u, in place, to what the subscribers read before it is
 // cached (and handed to them): rows, not objects, are what the operator
 // keeps. Server-side apply bookkeeping goes even when everything is kept.
-func project(obj any, kept *projection.Set) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
+func project(u *unstructured.Unstructured, kept *projection.Set) {
 	if md, ok := u.Object["metadata"].(map[string]any); ok {
 		delete(md, "managedFields")
 		if ann, ok := md["annotations"].(map[string]any); ok {
@@ -247,7 +246,6 @@ func project(obj any, kept *projection.Set) (any, error) {
 		}
 	}
 	kept.Prune(u.Object) // the decoder's fresh maps, pruned in place: nothing copied
-	return u, nil
 }
 
 type indexerStore struct{ idx cache.Indexer }

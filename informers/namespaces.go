@@ -31,7 +31,12 @@ func (m *Manager) StartNamespaces(ctx context.Context) error {
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, namespacesGVR, "", m.resync, cache.Indexers{}, nil).Informer()
 	// Selection reads a namespace's name, labels and annotations only.
 	nsReads := projection.Base()
-	_ = inf.SetTransform(func(obj any) (any, error) { return project(obj, nsReads) })
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			project(u, nsReads)
+		}
+		return obj, nil
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { m.namespaceChanged(obj) },
 		UpdateFunc: func(old, obj any) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -110,21 +109,17 @@ func connect(ctx context.Context, kubeconfig, dir string, logf func(string, ...a
 
 // installCRDs applies the embedded CRDs and waits until they are served.
 func installCRDs(ctx context.Context, c client.Client) error {
-	files, err := fs.Glob(crds.FS, "*.yaml")
-	if err != nil {
-		return err
-	}
 	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		b, err := crds.FS.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		o, err := manifests.Decode(bytes.NewReader(b))
+	err := crds.Each(func(f string, data []byte) error {
+		o, err := manifests.Decode(bytes.NewReader(data))
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		objs = append(objs, o...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := manifests.Apply(ctx, c, "kollect-loadtest", objs); err != nil {
 		return err

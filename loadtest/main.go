@@ -52,7 +52,6 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	binary := &f.binary
 	s, err := LoadScenario(f.scenario)
 	if err != nil {
 		fail(err)
@@ -79,15 +78,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if s.Mode == "cluster" && *binary == "" {
-		*binary = filepath.Join(os.TempDir(), "kollect-loadtest-operator")
-		if b, err := exec.Command("go", "build", "-o", *binary, "kollect.dev/kollect").CombinedOutput(); err != nil {
+	if s.Mode == "cluster" && f.binary == "" {
+		f.binary = filepath.Join(os.TempDir(), "kollect-loadtest-operator")
+		if b, err := exec.Command("go", "build", "-o", f.binary, "kollect.dev/kollect").CombinedOutput(); err != nil {
 			fail(fmt.Errorf("build the operator: %v: %s", err, b))
 		}
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "loadtest: "+format+"\n", a...) }
 	logf("scenario %s (%s mode, %d objects)", s.Name, s.Mode, s.Objects)
-	rep, err := Run(ctx, s, *binary, f.kubeconfig, logf)
+	rep, err := Run(ctx, s, f.binary, f.kubeconfig, logf)
 	if rep != nil {
 		dir := filepath.Join(f.out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
 		files, werr := rep.Write(dir)

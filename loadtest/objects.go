@@ -39,8 +39,11 @@ func newObjects(n, namespaces int, deploymentShare float64) objects {
 	return o
 }
 
+// loadNamespace is the i-th load namespace.
+func loadNamespace(i int) string { return fmt.Sprintf("load-%03d", i) }
+
 func (o objects) at(i int) object {
-	return object{namespace: fmt.Sprintf("load-%03d", i%o.namespaces), name: fmt.Sprintf("load-%06d", i),
+	return object{namespace: loadNamespace(i % o.namespaces), name: fmt.Sprintf("load-%06d", i),
 		deployment: o.deployEvery > 0 && i%o.deployEvery == o.deployEvery-1}
 }
 
@@ -59,6 +62,16 @@ func (ob object) String() string {
 	return kind + "/" + ob.namespace + "/" + ob.name
 }
 
+// ref is an empty object of ob's kind carrying its name, for patch and
+// delete.
+func (ob object) ref() client.Object {
+	meta := metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name}
+	if ob.deployment {
+		return &appsv1.Deployment{ObjectMeta: meta}
+	}
+	return &corev1.ConfigMap{ObjectMeta: meta}
+}
+
 func (ob object) create(ctx context.Context, c client.Client, version string) error {
 	meta := metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name, Labels: map[string]string{"app": "loadtest"}}
 	var obj client.Object = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"version": version}}
@@ -69,8 +82,7 @@ func (ob object) create(ctx context.Context, c client.Client, version string) er
 			Selector: &metav1.LabelSelector{MatchLabels: pod},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "loadtest", "load": ob.name, "version": version}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/loadtest:" + version,
-					Resources: corev1.ResourceRequirements{}}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/loadtest:" + version}}},
 			},
 		}}
 	}
@@ -81,24 +93,18 @@ func (ob object) create(ctx context.Context, c client.Client, version string) er
 }
 
 func (ob object) update(ctx context.Context, c client.Client, version string) error {
-	var obj client.Object = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name}}
 	patch := fmt.Sprintf(`{"data":{"version":%q}}`, version)
 	if ob.deployment {
-		obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name}}
 		patch = fmt.Sprintf(`{"spec":{"template":{"metadata":{"labels":{"version":%q}}}}}`, version)
 	}
-	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+	if err := c.Patch(ctx, ob.ref(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		return fmt.Errorf("update %s: %w", ob, err)
 	}
 	return nil
 }
 
 func (ob object) delete(ctx context.Context, c client.Client) error {
-	var obj client.Object = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name}}
-	if ob.deployment {
-		obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ob.namespace, Name: ob.name}}
-	}
-	if err := c.Delete(ctx, obj); err != nil {
+	if err := c.Delete(ctx, ob.ref()); err != nil {
 		return fmt.Errorf("delete %s: %w", ob, err)
 	}
 	return nil
@@ -108,7 +114,7 @@ func (ob object) delete(ctx context.Context, c client.Client) error {
 // target per kind, one inventory exporting to Git and Postgres.
 func applyPipeline(ctx context.Context, c client.Client, namespaces int, remote, dsn string) error {
 	for i := range namespaces {
-		if err := createNamespace(ctx, c, fmt.Sprintf("load-%03d", i), map[string]string{"loadtest": "yes"}); err != nil {
+		if err := createNamespace(ctx, c, loadNamespace(i), map[string]string{"loadtest": "yes"}); err != nil {
 			return err
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"kollect.dev/kollect/pipeline/testenv"
 )
 
 // operator is the kollect manager run as a process of its own.
@@ -19,16 +20,6 @@ type operator struct {
 	metrics string
 	pprof   string
 	done    chan error
-}
-
-// freeAddr returns a loopback address nothing listens on yet.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // heapProfile fetches the operator's heap profile after a garbage
@@ -50,7 +41,7 @@ func (o *operator) heapProfile() ([]byte, error) {
 func startOperator(ctx context.Context, bin, kubeconfig, dir string, env ...string) (*operator, error) {
 	var addrs [3]string
 	for i := range addrs {
-		a, err := freeAddr()
+		a, err := testenv.FreeAddr()
 		if err != nil {
 			return nil, err
 		}

@@ -102,18 +102,23 @@ func fromRegistry(g prometheus.Gatherer) func() *dto.MetricFamily {
 // fromEndpoint reads the mailbox family from a /metrics address.
 func fromEndpoint(addr string) func() *dto.MetricFamily {
 	return func() *dto.MetricFamily {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(resp.Body)
+		mfs, err := scrape(addr)
 		if err != nil {
 			return nil
 		}
 		return mfs[mailboxDepth]
 	}
+}
+
+// scrape reads and parses a /metrics address.
+func scrape(addr string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // pidStats reads a process's resident set size and CPU time (Linux).
@@ -154,13 +159,7 @@ func peaks(samples []Sample) (int64, map[string]float64) {
 
 // scrapeGauge reads one unlabelled gauge from a /metrics address.
 func scrapeGauge(addr, name string) (float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	mfs, err := scrape(addr)
 	if err != nil {
 		return 0, err
 	}

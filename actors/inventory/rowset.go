@@ -78,6 +78,7 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 // is the caller's to share, never to modify.
 func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 	if dedupeByUID {
+		s.sorted, s.touched = nil, map[rows.Key]bool{} // the order kept is for the plain list
 		return s.deduped()
 	}
 	if s.sorted == nil || len(s.touched) > len(s.rows)/2 {
@@ -90,10 +91,9 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		return out
 	}
 	// Rows untouched since the last list keep their place; a touched row
-	// whose order fields are unchanged takes its old place; the rest are
-	// sorted and merged in.
+	// whose order fields are unchanged takes its old place (and leaves the
+	// touched set); the rest are sorted and merged in.
 	kept := make([]*rows.Row, 0, len(s.rows))
-	placed := map[rows.Key]bool{}
 	for _, r := range s.sorted {
 		k := r.Key()
 		if !s.touched[k] {
@@ -102,12 +102,12 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		}
 		if cur := s.rows[k]; cur != nil && rows.Compare(cur, r) == 0 {
 			kept = append(kept, cur)
-			placed[k] = true
+			delete(s.touched, k)
 		}
 	}
 	var added []*rows.Row
 	for k := range s.touched {
-		if cur := s.rows[k]; cur != nil && !placed[k] {
+		if cur := s.rows[k]; cur != nil {
 			added = append(added, cur)
 		}
 	}

@@ -258,7 +258,7 @@ func (a *actorState) evaluateNamespace(ns string) ([]*rows.Row, []rows.Key) {
 	var dels []rows.Key
 	for _, src := range a.cfg.Sources {
 		for _, obj := range src.Store.List(ns) {
-			k := objKey{src.GVR, ns + "/" + obj.GetName()}
+			k := objKey{src.GVR, objectKey(obj)}
 			old := a.rows[k]
 			row := a.evaluate(src, k.key, obj)
 			if u, d := a.diff(k, old, row); u != nil {

@@ -48,9 +48,7 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 		ns = "default"
 	}
 	info := selection.NamespaceOf(ns, namespaces(ns))
-	objLabels, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
-	lbls, _ := objLabels.(map[string]any)
-	if !e.Selection.Matches(gvk, obj.GetName(), selection.ObjectLabels(lbls), &info, obj.Object) {
+	if !e.Selection.Matches(gvk, obj.GetName(), selection.MetadataMap(obj, "labels"), &info, obj.Object) {
 		return nil, nil
 	}
 	attrs, err := e.Extractor.Extract(obj.Object)

@@ -43,9 +43,6 @@ func Base() *Set {
 	return s
 }
 
-// IsAll reports whether s keeps the whole object.
-func (s *Set) IsAll() bool { return s != nil && s.all }
-
 // Add keeps the subtree at path.
 func (s *Set) Add(path ...string) {
 	cur := s

@@ -29,13 +29,17 @@ type Namespace struct {
 func NamespaceOf(name string, obj *unstructured.Unstructured) Namespace {
 	ns := Namespace{Name: name}
 	if obj != nil {
-		l, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
-		a, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "annotations")
-		lm, _ := l.(map[string]any)
-		am, _ := a.(map[string]any)
-		ns.Labels, ns.Annotations = ObjectLabels(lm), ObjectLabels(am)
+		ns.Labels, ns.Annotations = MetadataMap(obj, "labels"), MetadataMap(obj, "annotations")
 	}
 	return ns
+}
+
+// MetadataMap reads metadata.<field> (labels or annotations) of obj in
+// place, without the copy GetLabels and GetAnnotations make.
+func MetadataMap(obj *unstructured.Unstructured, field string) ObjectLabels {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", field)
+	m, _ := v.(map[string]any)
+	return ObjectLabels(m)
 }
 
 func (ns *Namespace) labels() labels.Labels {

@@ -21,11 +21,11 @@ type Manager struct {
 // StartManager runs the real manager against e with the given extra flags
 // (fast batching and status flushes are preset for tests).
 func (e *Env) StartManager(args ...string) (*Manager, error) {
-	metrics, err := freeAddr()
+	metrics, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	probes, err := freeAddr()
+	probes, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,8 @@ func (m *Manager) Stop() error {
 	return <-m.done
 }
 
-func freeAddr() (string, error) {
+// FreeAddr returns a loopback address nothing listens on yet.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

@@ -3,7 +3,6 @@ package validate
 import (
 	"context"
 	"fmt"
-	"io/fs"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,18 +32,10 @@ type schemas map[schema.GroupVersionKind]*kindSchema
 
 func loadSchemas() (schemas, error) {
 	out := schemas{}
-	files, err := fs.Glob(crds.FS, "*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range files {
-		data, err := crds.FS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
+	err := crds.Each(func(f string, data []byte) error {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := yaml.Unmarshal(data, &crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return fmt.Errorf("%s: %w", f, err)
 		}
 		for _, v := range crd.Spec.Versions {
 			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
@@ -52,19 +43,23 @@ func loadSchemas() (schemas, error) {
 			}
 			var internal apiextensions.JSONSchemaProps
 			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, &internal, nil); err != nil {
-				return nil, fmt.Errorf("%s: convert schema: %w", f, err)
+				return fmt.Errorf("%s: convert schema: %w", f, err)
 			}
 			st, err := structuralschema.NewStructural(&internal)
 			if err != nil {
-				return nil, fmt.Errorf("%s: structural schema: %w", f, err)
+				return fmt.Errorf("%s: structural schema: %w", f, err)
 			}
 			sv, _, err := apiservervalidation.NewSchemaValidator(&internal)
 			if err != nil {
-				return nil, fmt.Errorf("%s: schema validator: %w", f, err)
+				return fmt.Errorf("%s: schema validator: %w", f, err)
 			}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 			out[gvk] = &kindSchema{structural: st, validator: sv, cel: cel.NewValidator(st, true, celconfig.PerCallLimit)}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -15,20 +15,36 @@ import (
 // from its start to the end offset it had when recovery began. On a
 // compacted topic that is about one record per live row.
 func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, error) {
-	cl, err := s.connect()
-	if err != nil {
-		return nil, err
-	}
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, s.cfg.Topic)
-	if err != nil {
-		return nil, s.classify("list offsets", err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, s.cfg.Topic)
-	if err != nil {
-		return nil, s.classify("list offsets", err)
-	}
 	state := events.State{}
+	err := ReadTopic(ctx, s.opts, s.cfg.Topic, func(r *kgo.Record) {
+		state.Fold(scope, func(k string) string { return Header(r, k) })
+	})
+	if err != nil {
+		return nil, s.classify("read back topic", err)
+	}
+	return state, nil
+}
+
+// ReadTopic hands each to every record of topic, partition by partition
+// from its start offset to the end offset it had when called, with a client
+// of its own built from opts (brokers, TLS, SASL). A partition whose
+// offsets cannot be listed is an error, never skipped: a reader that missed
+// it would see rows as missing and never see their deletes.
+func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo.Record)) error {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("list offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("list offsets: %w", err)
+	}
 	want := map[int32]kgo.Offset{}
 	remaining := map[int32]int64{}
 	var listErr error
@@ -45,17 +61,15 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 		}
 	})
 	if listErr != nil {
-		// A partition skipped would leave its rows out of the state:
-		// republished, and their deletes never sent. Retry instead.
-		return nil, s.classify("list offsets", listErr)
+		return fmt.Errorf("list offsets: %w", listErr)
 	}
 	if len(want) == 0 {
-		return state, nil
+		return nil
 	}
-	reader, err := kgo.NewClient(append(s.opts[:len(s.opts):len(s.opts)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: want}))...)
+	reader, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}))...)
 	if err != nil {
-		return nil, s.classify("read back topic", err)
+		return err
 	}
 	defer reader.Close()
 	idle, seen := 0, false
@@ -64,27 +78,19 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 		fs := reader.PollFetches(pollCtx)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return nil, s.classify("read back topic", err)
+			return err
 		}
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			hdr := func(k string) string {
-				for _, h := range r.Headers {
-					if h.Key == k {
-						return string(h.Value)
-					}
-				}
-				return ""
-			}
-			state.Fold(scope, hdr)
+			each(r)
 			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
 				delete(remaining, r.Partition)
 			}
 		})
 		for _, fe := range fs.Errors() {
 			if fe.Err != context.DeadlineExceeded && fe.Err != context.Canceled {
-				return nil, s.classify("read back topic", fe.Err)
+				return fe.Err
 			}
 		}
 		// Compaction may have removed the last offsets (deleted
@@ -96,10 +102,20 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 		case n > 0:
 			idle, seen = 0, true
 		case seen && idle >= 4, !seen && idle >= 14:
-			return state, nil
+			return nil
 		default:
 			idle++
 		}
 	}
-	return state, nil
+	return nil
+}
+
+// Header returns a record header's value, or "".
+func Header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -29,7 +29,7 @@ func readAll(t *testing.T, fc *kafkatest.Cluster, topic string) []*kgo.Record {
 	return rs
 }
 
-var header = kafkatest.Header
+var header = kafka.Header
 
 func scoped(rs []*kgo.Record, id rows.Identity, cluster string) []*kgo.Record {
 	var out []*kgo.Record

@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kollect.dev/kollect/sinks/kafka"
 )
 
 // TB is the part of testing.TB the helpers use.
@@ -80,71 +81,18 @@ func (c *Cluster) Compact() { c.c.Compact() }
 func (c *Cluster) Brokers() []string { return []string{"127.0.0.1:" + strconv.Itoa(c.port)} }
 
 // ReadAll consumes a topic from its start up to the end offsets it had
-// when called, with a client of its own.
+// when called, with a client of its own, retrying while a partition's
+// offsets cannot be listed (a restarted broker loading its data).
 func ReadAll(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	// Every partition's end offset, retried while a partition reports an
-	// error (a restarted broker loading its data).
-	remaining := map[int32]int64{}
 	for {
-		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-		if err != nil {
-			return nil, err
-		}
-		var partErr error
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil {
-				partErr = o.Err
-			} else if o.Offset > 0 {
-				remaining[o.Partition] = o.Offset
-			}
-		})
-		if partErr == nil && ends.Error() == nil {
-			break
+		var out []*kgo.Record
+		err := kafka.ReadTopic(ctx, []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic, func(r *kgo.Record) { out = append(out, r) })
+		if err == nil {
+			return out, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("list end offsets of %s: %v", topic, partErr)
+			return nil, fmt.Errorf("read %s: %w", topic, err)
 		}
-		clear(remaining)
 		time.Sleep(100 * time.Millisecond)
 	}
-	var out []*kgo.Record
-	// Empty polls end the read once records flowed (compaction can leave
-	// the end offsets unreachable); before the first record the client
-	// may still be connecting on a busy machine.
-	seen := false
-	for idle := 0; len(remaining) > 0 && (seen && idle < 10 || !seen && idle < 30); {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, r)
-			n++
-			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
-				delete(remaining, r.Partition)
-			}
-		})
-		if n == 0 {
-			idle++
-		} else {
-			idle, seen = 0, true
-		}
-	}
-	return out, nil
-}
-
-// Header returns a record header's value.
-func Header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
 }
