@@ -67,6 +67,11 @@ type InventorySpec struct {
 	Targets          []messages.TargetRef
 	TargetNamespaces map[string]bool
 	DedupeByUID      bool
+	// Expect names the targets that exist and should run (not suspended,
+	// not being deleted). Until each of them runs and has listed its
+	// objects the inventory exports nothing: after a restart, the engine
+	// learns of targets one reconcile at a time.
+	Expect []messages.TargetRef
 }
 
 // New builds an engine. batch is the inventories' coalescing window.
@@ -140,6 +145,28 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	return nil
 }
 
+// FreezeTarget keeps a degraded target's rows as they are: it stops
+// collecting and releases its informers, and its inventories go on
+// exporting the rows it last collected. A target that never listed stays
+// unlisted, so its inventories wait rather than export without it. The next
+// UpsertTarget resumes it.
+func (e *Engine) FreezeTarget(ref messages.TargetRef) {
+	e.mu.Lock()
+	ent := e.targets[ref]
+	var gvrs []schema.GroupVersionResource
+	if ent != nil {
+		gvrs, ent.gvrs = ent.gvrs, nil
+	}
+	e.mu.Unlock()
+	if ent == nil {
+		return
+	}
+	e.system.Root.Send(ent.pid, &target.Freeze{})
+	for _, g := range gvrs {
+		e.inf.Release(g, ref.String())
+	}
+}
+
 // RemoveTarget stops a target; inventories drop its rows.
 func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 	e.mu.Lock()
@@ -177,11 +204,16 @@ func (e *Engine) UpsertInventory(spec InventorySpec) {
 func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 	s := ent.spec
 	cfg := &inventory.Config{Kind: s.Kind, ID: s.ID, Bindings: s.Bindings, BatchWindow: e.batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
+	for _, ref := range s.Expect {
+		if e.targets[ref] == nil {
+			cfg.Missing = append(cfg.Missing, ref)
+		}
+	}
 	if s.Cluster {
 		cfg.TargetNamespaces = s.TargetNamespaces
 		for _, ref := range s.Targets {
 			if t := e.targets[ref]; t != nil {
-				cfg.Targets = append(cfg.Targets, t.pid)
+				cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
 			}
 		}
 		return cfg
@@ -189,7 +221,7 @@ func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 	cfg.TargetNamespaces = map[string]bool{s.ID.Namespace: true}
 	for ref, t := range e.targets {
 		if ref.Namespace == s.ID.Namespace || ref.Kind == ClusterTargetKind {
-			cfg.Targets = append(cfg.Targets, t.pid)
+			cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
 		}
 	}
 	return cfg
@@ -223,8 +255,21 @@ func (e *Engine) relink() {
 	}
 }
 
-// Stop stops every actor and informer.
+// Stop stops the engine: inventories first, so that nothing is exported
+// while targets and informers wind down (a stopping target is not a deleted
+// one), then the targets and the informers. In-flight exports are
+// cancelled; what they did not finish is exported again by the next leader.
 func (e *Engine) Stop() {
+	e.mu.Lock()
+	invs := make([]*actor.PID, 0, len(e.inventories))
+	for _, ent := range e.inventories {
+		invs = append(invs, ent.pid)
+	}
+	e.inventories = map[string]*inventoryEntry{}
+	e.mu.Unlock()
+	for _, pid := range invs {
+		_ = e.system.Root.StopFuture(pid).Wait()
+	}
 	e.system.Shutdown()
 	e.inf.Stop()
 }

@@ -2,9 +2,11 @@ package inventory
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/trace"
 
 	"kollect.dev/kollect/actors"
@@ -20,7 +22,13 @@ type Config struct {
 	Kind        string
 	ID          rows.Identity
 	Bindings    []sink.Config
-	Targets     []*actor.PID
+	// Targets are the running targets whose rows the inventory reads.
+	Targets []Target
+	// Missing are targets that exist but do not run yet (a restart, a
+	// target that cannot start): the inventory does not export until they
+	// run and have listed their objects, so it never exports a state it has
+	// not fully observed.
+	Missing     []messages.TargetRef
 	BatchWindow time.Duration
 	// DedupeByUID keeps one row per object when several targets collect it
 	// (KollectClusterInventory dedupe: byResourceUID).
@@ -29,6 +37,12 @@ type Config struct {
 	TargetNamespaces map[string]bool
 	// Shards reports per-namespace row counts (cluster inventories).
 	Shards bool
+}
+
+// Target is a running target actor.
+type Target struct {
+	Ref messages.TargetRef
+	PID *actor.PID
 }
 
 // Configure replaces the configuration: bindings are spawned or stopped,
@@ -57,6 +71,9 @@ type Report struct {
 	ID        rows.Identity
 	ItemCount int
 	Bindings  []BindingReport
+	// Waiting names the targets whose first full list the inventory still
+	// waits for before it exports (empty once it exports).
+	Waiting []string
 	// Shards counts rows and targets per target namespace, when asked for.
 	Shards []Shard
 }
@@ -89,12 +106,16 @@ type actorState struct {
 	reporter Reporter
 	metrics  *actors.Metrics
 
-	cfg       *Config
-	rows      *rowSet
-	targets   map[string]*actor.PID
+	cfg     *Config
+	rows    *rowSet
+	targets map[messages.TargetRef]*actor.PID
+	// listed holds the subscribed targets that have sent their complete row
+	// set (a Replace) since they were subscribed.
+	listed map[messages.TargetRef]bool
 	bindings  map[string]*binding
-	scheduled bool
-	dirty     bool
+	// cancelFlush cancels the pending flush timer (nil: none pending).
+	cancelFlush scheduler.CancelFunc
+	dirty       bool
 	// links are the collect spans whose changes the next snapshot carries
 	// (tracing only; at most maxLinks).
 	links []trace.Link
@@ -107,7 +128,7 @@ type actorState struct {
 func Props(reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{reporter: reporter, metrics: metrics, rows: newRowSet(),
-			targets: map[string]*actor.PID{}, bindings: map[string]*binding{}}
+			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{}}
 	},
 		actor.WithMailbox(actor.Unbounded(metrics.Mailbox("inventory", name)...)),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(100, time.Minute, actor.DefaultDecider)))
@@ -118,20 +139,34 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *Configure:
 		a.configure(ctx, msg.Config)
 	case *messages.RowsChanged:
+		if a.targets[msg.Target] == nil {
+			return // from a target unsubscribed since
+		}
+		if msg.Replace && !a.listed[msg.Target] {
+			a.listed[msg.Target] = true
+			a.dirty = true // the first complete list may be all that was missing
+		}
 		a.dirty = a.rows.apply(msg) || a.dirty
 		if msg.Trace.IsValid() && len(a.links) < maxLinks {
 			a.links = append(a.links, trace.Link{SpanContext: msg.Trace})
 		}
 		a.schedule(ctx)
 	case *messages.TargetGone:
+		if pid := a.targets[msg.Target]; pid != nil {
+			delete(a.targets, msg.Target)
+			delete(a.listed, msg.Target)
+		}
 		a.dirty = a.rows.drop(msg.Target) || a.dirty
 		a.schedule(ctx)
 	case flush:
-		a.scheduled = false
+		a.cancelFlush = nil
 		a.export(ctx)
 	case *sink.Result:
 		a.result(msg)
+	case *actor.Restarting:
+		a.stopTimer()
 	case *actor.Stopping:
+		a.stopTimer()
 		for _, pid := range a.targets {
 			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
 		}
@@ -145,19 +180,25 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	genChanged := a.cfg == nil || a.cfg.ID.Generation != cfg.ID.Generation || a.cfg.DedupeByUID != cfg.DedupeByUID
 	filterChanged := a.cfg != nil && !maps.Equal(a.cfg.TargetNamespaces, cfg.TargetNamespaces)
 	a.cfg = cfg
-	want := map[string]*actor.PID{}
-	for _, pid := range cfg.Targets {
-		want[pid.String()] = pid
+	want := map[messages.TargetRef]*actor.PID{}
+	for _, t := range cfg.Targets {
+		want[t.Ref] = t.PID
 	}
-	for k, pid := range a.targets {
-		if want[k] == nil {
+	for ref, pid := range a.targets {
+		if w := want[ref]; w == nil || !w.Equal(pid) {
 			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
-			delete(a.targets, k)
+			delete(a.targets, ref)
+			delete(a.listed, ref)
+			if w == nil {
+				// No longer read by this inventory: its rows go.
+				a.dirty = a.rows.drop(ref) || a.dirty
+			}
 		}
 	}
-	for k, pid := range want {
-		if a.targets[k] == nil || filterChanged {
-			a.targets[k] = pid
+	for ref, pid := range want {
+		if a.targets[ref] == nil || filterChanged {
+			a.targets[ref] = pid
+			delete(a.listed, ref) // the answer to this Subscribe is the complete list
 			ctx.Send(pid, &messages.Subscribe{Inventory: ctx.Self(), TargetNamespaces: cfg.TargetNamespaces})
 		}
 	}
@@ -189,23 +230,49 @@ func sameBinding(a, b sink.Config) bool {
 
 // schedule coalesces changes for one batch window.
 func (a *actorState) schedule(ctx actor.Context) {
-	if a.scheduled || !a.dirty || a.cfg == nil {
+	if a.cancelFlush != nil || !a.dirty || a.cfg == nil {
 		return
 	}
-	a.scheduled = true
 	window := a.cfg.BatchWindow
 	if window <= 0 {
 		window = 200 * time.Millisecond
 	}
 	window = max(window, 4*a.buildCost)
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(window, func() { root.Send(self, flush{}) })
+	a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(window, ctx.Self(), flush{})
+}
+
+func (a *actorState) stopTimer() {
+	if a.cancelFlush != nil {
+		a.cancelFlush()
+		a.cancelFlush = nil
+	}
+}
+
+// waiting lists the targets the inventory has not fully observed: missing
+// ones and subscribed ones that have not sent their complete list.
+func (a *actorState) waiting() []string {
+	var out []string
+	for _, ref := range a.cfg.Missing {
+		out = append(out, ref.String())
+	}
+	for ref := range a.targets {
+		if !a.listed[ref] {
+			out = append(out, ref.String())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // export builds a snapshot when rows or the generation changed and offers
-// it to every binding.
+// it to every binding. It exports nothing until every target has listed its
+// objects: an export of a partial view would delete rows from the sinks.
 func (a *actorState) export(ctx actor.Context) {
 	if !a.dirty {
+		return
+	}
+	if len(a.waiting()) > 0 {
+		a.sendReport() // stays dirty; the last list to arrive schedules the export
 		return
 	}
 	a.dirty = false
@@ -243,7 +310,7 @@ func (a *actorState) sendReport() {
 	if a.reporter == nil || a.cfg == nil {
 		return
 	}
-	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len()}
+	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len(), Waiting: a.waiting()}
 	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()

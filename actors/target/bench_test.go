@@ -88,7 +88,7 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},
 		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
-		Targets: []*actor.PID{tgt}, BatchWindow: time.Millisecond}})
+		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
 
 	b.ReportAllocs()
 	b.ResetTimer()

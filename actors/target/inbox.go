@@ -21,26 +21,27 @@ type Inbox struct {
 	pid     *actor.PID
 
 	// kept across restarts of the actor
-	cfg  *Config
-	subs map[string]subscription
+	cfg    *Config
+	subs   map[string]subscription
+	frozen bool
 }
 
 // remember records the configuration and subscribers, so that a restarted
 // actor resumes where it was.
-func (b *Inbox) remember(cfg *Config, subs map[string]subscription) {
+func (b *Inbox) remember(cfg *Config, subs map[string]subscription, frozen bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cfg, b.subs = cfg, subs
+	b.cfg, b.subs, b.frozen = cfg, subs, frozen
 }
 
-func (b *Inbox) recall() (*Config, map[string]subscription) {
+func (b *Inbox) recall() (*Config, map[string]subscription, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	subs := make(map[string]subscription, len(b.subs))
 	for k, v := range b.subs {
 		subs[k] = v
 	}
-	return b.cfg, subs
+	return b.cfg, subs, b.frozen
 }
 
 type wake struct{}

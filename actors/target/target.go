@@ -37,6 +37,13 @@ type Config struct {
 // evaluated again.
 type Configure struct{ Config *Config }
 
+// Freeze stops the target from collecting while it is degraded (its
+// profile is missing or does not compile, its kind cannot be listed): it
+// keeps the rows it last collected, so inventories keep exporting them,
+// until a Configure resumes it. Only a deleted or suspended target drops
+// its rows (the engine stops it).
+type Freeze struct{}
+
 // Report is the target's observed state.
 type Report struct {
 	Ref                 messages.TargetRef
@@ -67,7 +74,12 @@ type actorState struct {
 	reporter Reporter
 	metrics  *actors.Metrics
 
-	cfg      *Config
+	cfg *Config
+	// listed is true once the rows are a complete view of a configuration
+	// whose informers had synced; only then do subscribers get them.
+	listed bool
+	// frozen: degraded; events are dropped and rows kept as they were.
+	frozen   bool
 	rows     map[objKey]*rows.Row
 	failures map[objKey]string
 	lastErr  string
@@ -118,9 +130,12 @@ func (a *actorState) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		// After a supervised restart, resume with the last configuration
-		// and subscribers; rows are rebuilt from the informer caches.
-		if cfg, subs := a.inbox.recall(); cfg != nil {
-			a.cfg, a.subs = cfg, subs
+		// and subscribers; rows are rebuilt from the informer caches. A
+		// frozen target has released its informers: it waits for the next
+		// Configure, and its inventories keep the rows they hold.
+		cfg, subs, frozen := a.inbox.recall()
+		a.cfg, a.subs, a.frozen = cfg, subs, frozen
+		if cfg != nil && !frozen {
 			a.resync(ctx)
 		}
 		a.inbox.Bind(ctx.Self())
@@ -128,12 +143,16 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.metrics.Restarted("target")
 		a.metrics.ItemsDelta(-len(a.rows))
 	case *Configure:
-		a.cfg = msg.Config
-		a.inbox.remember(a.cfg, a.subs)
+		a.cfg, a.frozen = msg.Config, false
+		a.inbox.remember(a.cfg, a.subs, false)
 		a.resync(ctx)
+	case *Freeze:
+		a.frozen = true
+		a.inbox.remember(a.cfg, a.subs, true)
+		a.inbox.drain()
 	case wake:
 		evs, nss := a.inbox.drain()
-		if a.cfg == nil {
+		if a.cfg == nil || a.frozen {
 			return
 		}
 		_, span := actors.Tracer().Start(context.Background(), "kollect.collect")
@@ -162,11 +181,13 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *messages.Subscribe:
 		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}
 		a.subs[msg.Inventory.String()] = sub
-		a.inbox.remember(a.cfg, a.subs)
-		sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+		a.inbox.remember(a.cfg, a.subs, a.frozen)
+		if a.listed { // otherwise the first resync answers
+			sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+		}
 	case *messages.Unsubscribe:
 		delete(a.subs, msg.Inventory.String())
-		a.inbox.remember(a.cfg, a.subs)
+		a.inbox.remember(a.cfg, a.subs, a.frozen)
 	case *actor.Stopping:
 		for _, sub := range a.subs {
 			ctx.Send(sub.pid, &messages.TargetGone{Target: a.ref()})
@@ -193,6 +214,7 @@ func (a *actorState) resync(ctx actor.Context) {
 		}
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
+	a.listed = true
 	full := &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true}
 	for _, sub := range a.subs {
 		sub.send(ctx, full)
@@ -284,7 +306,7 @@ func objectKey(obj *unstructured.Unstructured) string {
 // key) and stores the result: the row, or its absence.
 func (a *actorState) evaluate(src Source, key string, obj *unstructured.Unstructured) *rows.Row {
 	k := objKey{src.GVR, key}
-	row, err := a.cfg.Evaluator.Row(src.GVK, obj, a.ns.Namespace)
+	row, err := a.row(src.GVK, obj)
 	switch {
 	case err != nil:
 		delete(a.rows, k)
@@ -299,6 +321,18 @@ func (a *actorState) evaluate(src Source, key string, obj *unstructured.Unstruct
 	delete(a.failures, k)
 	a.rows[k] = row
 	return row
+}
+
+// row evaluates one object; a panic in selection or extraction (a bug, or
+// an input nobody foresaw) fails that object alone, reported as an
+// extraction failure, instead of crashing the actor on every retry.
+func (a *actorState) row(gvk schema.GroupVersionKind, obj *unstructured.Unstructured) (row *rows.Row, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			row, err = nil, fmt.Errorf("evaluation panicked: %v", p)
+		}
+	}()
+	return a.cfg.Evaluator.Row(gvk, obj, a.ns.Namespace)
 }
 
 func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key, sc trace.SpanContext) {

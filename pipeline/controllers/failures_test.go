@@ -11,11 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func TestInvalidCELDegradesOnlyItsTarget(t *testing.T) {
+// A target whose CEL does not compile is Degraded on its own; its
+// inventory keeps what it exported and exports nothing more until the
+// target can list (exporting without it would delete its rows from the
+// sinks after a restart), and says so.
+func TestInvalidCELDegradesItsTargetAndHoldsItsInventory(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "inventory.git")
 	bareRepo(t, bare)
 	apply(t, namespaceYAML("cel", "")+"---\n"+namespaceYAML("cel-apps", "team: cel")+"---\n"+deploymentYAML("cel-apps", "web", "shop", "web:1"))
 	apply(t, strings.ReplaceAll(pipelineYAML("cel", bare), "team: shop", "team: cel"))
+	eventually(t, 20*time.Second, "the healthy target exports", files(bare)("namespaces/cel-apps/deployment/web.yaml"))
 	apply(t, `apiVersion: kollect.dev/v1alpha1
 kind: KollectProfile
 metadata: {name: broken, namespace: cel}
@@ -29,6 +34,7 @@ kind: KollectTarget
 metadata: {name: broken, namespace: cel}
 spec:
   profileRef: broken
+  namespaceSelector: {matchLabels: {team: nobody}}
 `)
 	eventually(t, 20*time.Second, "the target with invalid CEL is Degraded with the CEL error", func() error {
 		s, r, m := condition(get(t, "KollectTarget", "cel", "broken"), "Degraded")
@@ -44,8 +50,18 @@ spec:
 		}
 		return nil
 	})
-	eventually(t, 20*time.Second, "the healthy target in the same namespace keeps exporting", files(bare)("namespaces/cel-apps/deployment/web.yaml"))
-	// Fixing the profile heals the target.
+	apply(t, deploymentYAML("cel-apps", "api", "shop", "api:1"))
+	eventually(t, 20*time.Second, "the inventory says which target it waits for", func() error {
+		s, r, m := condition(get(t, "KollectInventory", "cel", "inventory"), "Synced")
+		if s != "False" || r != "WaitingForTargets" || !strings.Contains(m, "KollectTarget:cel/broken") {
+			return fmt.Errorf("Synced=%s/%s: %s", s, r, m)
+		}
+		return nil
+	})
+	if err := files(bare)("namespaces/cel-apps/deployment/web.yaml")(); err != nil {
+		t.Fatalf("what was exported before must stay: %v", err)
+	}
+	// Fixing the profile heals the target, and the inventory catches up.
 	apply(t, `apiVersion: kollect.dev/v1alpha1
 kind: KollectProfile
 metadata: {name: broken, namespace: cel}
@@ -64,6 +80,7 @@ spec:
 		}
 		return nil
 	})
+	eventually(t, 20*time.Second, "the change made while waiting is exported", files(bare)("namespaces/cel-apps/deployment/api.yaml", "namespaces/cel-apps/deployment/web.yaml"))
 }
 
 func TestTargetOfAnUninstalledKindRecoversWhenItsCRDArrives(t *testing.T) {

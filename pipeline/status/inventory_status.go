@@ -26,6 +26,10 @@ const (
 	ReasonSinksReachable  = "SinksReachable"
 	ReasonNoSinks         = "NoSinksConfigured"
 	ReasonExportSucceeded = "ExportSucceeded"
+	// ReasonWaitingForTargets: some target has not listed its objects yet
+	// (the manager just started, or a target cannot start); nothing is
+	// exported until it has.
+	ReasonWaitingForTargets = "WaitingForTargets"
 )
 
 func (w *Writer) writeInventory(ctx context.Context, key Key) error {
@@ -153,6 +157,13 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	s.ExportedCount = minCount
 	total := len(rep.Bindings)
 	lastMsg := strings.Join(failures, "; ")
+	if len(rep.Waiting) > 0 && total > 0 {
+		msg := fmt.Sprintf("waiting for %d target(s) to list their objects before exporting: %s", len(rep.Waiting), strings.Join(rep.Waiting, ", "))
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
+		setCondition(&s.Conditions, TypeReady, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
+		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
+		return
+	}
 	switch {
 	case total == 0:
 		setCondition(&s.Conditions, TypeSynced, metav1.ConditionTrue, ReasonNoExport, "no family sink refs configured", gen)

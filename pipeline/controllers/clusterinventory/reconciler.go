@@ -127,9 +127,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return degrade(reason, err.Error())
 	}
+	running, err := inventory.RunningClusterTargets(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var expect []messages.TargetRef
+	for _, t := range targets {
+		if running[t.Name] {
+			expect = append(expect, t)
+		}
+	}
 	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
 		ID:       identity(&ci),
-		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID"})
+		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID",
+		Expect: expect})
 	r.Status.Set(statusKey(req.Name), verdict)
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }

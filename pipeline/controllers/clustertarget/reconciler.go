@@ -81,7 +81,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pref := ct.Spec.ProfileRef
 	verdict := status.Verdict{Generation: ct.Generation, Rules: len(ct.Spec.ResourceRules)}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
-		r.Engine.RemoveTarget(ref(req.Name))
+		if reason == target.ReasonSuspended {
+			r.Engine.RemoveTarget(ref(req.Name)) // suspended: collection stops, rows go
+		} else {
+			// Transient or fixable: keep the last good rows in every sink.
+			r.Engine.FreezeTarget(ref(req.Name))
+		}
 		r.setApplied(req.Name, "")
 		verdict.Reason, verdict.Message = reason, msg
 		r.Status.Set(key(req.Name), verdict)

@@ -66,6 +66,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+		// Targets appearing, going or suspended change what the inventory
+		// waits for before it exports.
+		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectClusterTarget{}, handler.EnqueueRequestsFromMapFunc(r.allInventories), builder.WithPredicates(controllers.SpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
@@ -120,7 +124,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return degrade(reason, err.Error())
 	}
-	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv), Bindings: bindings})
+	expect, err := ExpectedTargets(ctx, r.Client, inv.Namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv),
+		Bindings: bindings, Expect: expect})
 	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{}, nil
 }

@@ -45,6 +45,7 @@ const (
 type Engine interface {
 	UpsertTarget(ctx context.Context, spec engine.TargetSpec) error
 	RemoveTarget(ref messages.TargetRef)
+	FreezeTarget(ref messages.TargetRef)
 }
 
 // StatusWriter receives verdicts.
@@ -131,7 +132,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	verdict := status.Verdict{Generation: t.Generation, Detail: fmt.Sprintf("profileRef %q resolved", t.Spec.ProfileRef), Rules: len(t.Spec.ResourceRules)}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
-		r.Engine.RemoveTarget(ref(req.NamespacedName))
+		if reason == ReasonSuspended {
+			r.Engine.RemoveTarget(ref(req.NamespacedName)) // suspended: collection stops, rows go
+		} else {
+			// Transient or fixable: keep the last good rows in every sink.
+			r.Engine.FreezeTarget(ref(req.NamespacedName))
+		}
 		r.setApplied(req.NamespacedName, "")
 		verdict.Reason, verdict.Message = reason, msg
 		r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
