@@ -19,9 +19,9 @@ import (
 type Config struct {
 	// Kind is the owner's kind (KollectInventory or
 	// KollectClusterInventory); reports carry it.
-	Kind        string
-	ID          rows.Identity
-	Bindings    []sink.Config
+	Kind     string
+	ID       rows.Identity
+	Bindings []sink.Config
 	// Targets are the running targets whose rows the inventory reads.
 	Targets []Target
 	// Missing are targets that exist but do not run yet (a restart, a
@@ -111,8 +111,8 @@ type actorState struct {
 	targets map[messages.TargetRef]*actor.PID
 	// listed holds the subscribed targets that have sent their complete row
 	// set (a Replace) since they were subscribed.
-	listed map[messages.TargetRef]bool
-	bindings  map[string]*binding
+	listed   map[messages.TargetRef]bool
+	bindings map[string]*binding
 	// cancelFlush cancels the pending flush timer (nil: none pending).
 	cancelFlush scheduler.CancelFunc
 	dirty       bool
