@@ -11,6 +11,10 @@ type Event struct {
 	Key     string // namespace/name, or name for cluster-scoped objects
 	Deleted bool
 	Object  *unstructured.Unstructured // nil only for deletions of unknown state
+	// Resync means the shared cache was rebuilt: list it again (Key and
+	// Object are empty). Deletes made while it was rebuilt reach the
+	// subscriber only this way.
+	Resync bool
 }
 
 // Subscriber receives events. Notify is called on informer goroutines and

@@ -34,20 +34,50 @@ type Manager struct {
 
 	mu         sync.Mutex
 	informers  map[schema.GroupVersionResource]*entry
-	namespaces *entry
+	namespaces *generation
 	nsSubs     map[string]NamespaceSubscriber
 }
 
 type entry struct {
 	gvr        schema.GroupVersionResource
-	namespace  string // "" when cluster-wide
-	informer   cache.SharedIndexInformer
-	cancel     context.CancelFunc
-	kept       *projection.Set // what the cache keeps of each object
+	namespaced bool
 	subs       map[string]sub
 	view       atomic.Pointer[[]sub] // copy of subs read by event handlers without the lock
-	namespaced bool
 	count      atomic.Int64
+
+	// current is the generation whose store subscribers read; next, when
+	// set, is its replacement, listing. A rebuilt informer hands over in
+	// one step: the new generation dispatches events at once (the old one
+	// stops), the old store stays readable and running until the new one
+	// has synced, then the store swaps and every subscriber is asked to
+	// list again, so no target reads a stopped cache and deletes made
+	// during the swap are not lost.
+	current atomic.Pointer[generation]
+	next    *generation
+	// newest mirrors latest() for event handlers, which run without the
+	// lock.
+	newest atomic.Pointer[generation]
+}
+
+// generation is one run of an informer for one namespace scope and one
+// projection.
+type generation struct {
+	informer  cache.SharedIndexInformer
+	namespace string // "" when cluster-wide
+	kept      *projection.Set
+	cancel    context.CancelFunc
+	swapped   chan struct{} // closed once it is the entry's current generation
+	abandoned chan struct{} // closed when it is replaced before it became current
+}
+
+func (e *entry) latestUnlocked() *generation { return e.newest.Load() }
+
+// latest is the generation the entry is moving to (next) or has (current).
+func (e *entry) latest() *generation {
+	if e.next != nil {
+		return e.next
+	}
+	return e.current.Load()
 }
 
 // reads is the union of what the subscribers read.
@@ -116,20 +146,41 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 	e.subs[id] = sub{s: s, namespace: namespace, reads: reads}
 	e.publish()
 	want := e.desiredNamespace()
-	var informer cache.SharedIndexInformer
-	if e.informer == nil || want != e.namespace || !e.kept.Covers(reads) {
+	if g := e.latest(); g == nil || want != g.namespace || !g.kept.Covers(reads) {
 		m.restartLocked(e, want)
 	}
-	informer = e.informer
+	g := e.latest()
 	m.mu.Unlock()
 
 	syncCtx, cancel := context.WithTimeout(ctx, m.syncWait)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+	select {
+	case <-g.swapped:
+		return gvr, entryStore{e}, nil
+	case <-g.abandoned:
+		// A later subscriber rebuilt the informer again; wait for that one.
+		return m.waitCurrent(syncCtx, gvr, id, e)
+	case <-syncCtx.Done():
 		m.Release(gvr, id)
 		return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
 	}
-	return gvr, storeOf(informer), nil
+}
+
+// waitCurrent waits until the entry's latest generation is current.
+func (m *Manager) waitCurrent(ctx context.Context, gvr schema.GroupVersionResource, id string, e *entry) (schema.GroupVersionResource, Store, error) {
+	for {
+		m.mu.Lock()
+		g := e.latest()
+		m.mu.Unlock()
+		select {
+		case <-g.swapped:
+			return gvr, entryStore{e}, nil
+		case <-g.abandoned:
+		case <-ctx.Done():
+			m.Release(gvr, id)
+			return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
+		}
+	}
 }
 
 // Release drops id's subscription; the last one stops the informer.
@@ -143,13 +194,49 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 	delete(e.subs, id)
 	e.publish()
 	if len(e.subs) == 0 {
-		e.cancel()
+		e.stopLocked()
 		delete(m.informers, gvr)
 		m.metrics.forget(gvr)
 		return
 	}
-	if want := e.desiredNamespace(); want != e.namespace {
+	want, reads := e.desiredNamespace(), e.reads()
+	if cur := e.current.Load(); e.next != nil && cur != nil && cur.namespace == want && cur.kept.Covers(reads) {
+		// The rebuild was for a subscriber that gave up (it could not
+		// list): the running generation serves everyone left. Events went
+		// to the abandoned one meanwhile, so subscribers list again.
+		e.abandonLocked()
+		e.resyncSubscribers()
+		return
+	}
+	if g := e.latest(); want != g.namespace {
 		m.restartLocked(e, want)
+	}
+}
+
+// abandonLocked drops a generation that never became current.
+func (e *entry) abandonLocked() {
+	if e.next == nil {
+		return
+	}
+	e.next.cancel()
+	close(e.next.abandoned)
+	e.next = nil
+}
+
+// stopLocked stops every generation.
+func (e *entry) stopLocked() {
+	e.abandonLocked()
+	if cur := e.current.Load(); cur != nil {
+		cur.cancel()
+	}
+}
+
+// resyncSubscribers asks every subscriber to list the store again.
+func (e *entry) resyncSubscribers() {
+	if subs := e.view.Load(); subs != nil {
+		for _, s := range *subs {
+			s.s.Notify(Event{GVR: e.gvr, Resync: true})
+		}
 	}
 }
 
@@ -165,13 +252,11 @@ func (e *entry) desiredNamespace() string {
 	return ns
 }
 
-// restartLocked (re)starts e's informer for namespace, keeping what the
-// subscribers read now. Subscribers receive the new informer's initial list
-// as upserts; unchanged rows are absorbed downstream.
+// restartLocked builds a new generation of e's informer for namespace,
+// keeping what the subscribers read now, and hands over to it once it has
+// synced (see entry). A generation still listing is abandoned.
 func (m *Manager) restartLocked(e *entry, namespace string) {
-	if e.cancel != nil {
-		e.cancel()
-	}
+	e.abandonLocked()
 	ns := namespace
 	if ns == "" {
 		ns = metav1.NamespaceAll
@@ -187,16 +272,59 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 		project(u, kept)
 		return toCompact(u)
 	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.dispatch(e, obj, false, 1) },
-		UpdateFunc: func(_, obj any) { m.dispatch(e, obj, false, 0) },
-		DeleteFunc: func(obj any) { m.dispatch(e, obj, true, -1) },
-	})
 	ctx, cancel := context.WithCancel(context.Background())
-	e.informer, e.namespace, e.cancel, e.kept = inf, namespace, cancel, kept
+	g := &generation{informer: inf, namespace: namespace, kept: kept, cancel: cancel,
+		swapped: make(chan struct{}), abandoned: make(chan struct{})}
+	// Only the newest generation dispatches: its objects carry what every
+	// subscriber reads.
+	live := func() bool { return e.latestUnlocked() == g }
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if live() {
+				m.dispatch(e, obj, false, 1)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if live() {
+				m.dispatch(e, obj, false, 0)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if live() {
+				m.dispatch(e, obj, true, -1)
+			}
+		},
+	})
 	e.count.Store(0)
 	m.metrics.scope(e.gvr, namespace == "")
+	first := e.current.Load() == nil
+	if first {
+		e.current.Store(g)
+	} else {
+		e.next = g
+	}
+	e.newest.Store(g)
 	go inf.Run(ctx.Done())
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return // abandoned or stopped
+		}
+		if first {
+			close(g.swapped)
+			return
+		}
+		m.mu.Lock()
+		if e.next != g {
+			m.mu.Unlock()
+			return
+		}
+		old := e.current.Swap(g)
+		e.next = nil
+		close(g.swapped)
+		m.mu.Unlock()
+		old.cancel()
+		e.resyncSubscribers()
+	}()
 }
 
 func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
@@ -248,17 +376,18 @@ func project(u *unstructured.Unstructured, kept *projection.Set) {
 	kept.Prune(u.Object) // the decoder's fresh maps, pruned in place: nothing copied
 }
 
-type indexerStore struct{ idx cache.Indexer }
-
-func storeOf(inf cache.SharedIndexInformer) Store { return indexerStore{idx: inf.GetIndexer()} }
+// entryStore reads the entry's current generation, so a subscriber always
+// reads the newest synced cache, never a stopped one.
+type entryStore struct{ e *entry }
 
 // List decodes the cached objects of namespace ("" for all).
-func (s indexerStore) List(namespace string) []*unstructured.Unstructured {
+func (s entryStore) List(namespace string) []*unstructured.Unstructured {
+	idx := s.e.current.Load().informer.GetIndexer()
 	var objs []any
 	if namespace == "" {
-		objs = s.idx.List()
+		objs = idx.List()
 	} else {
-		objs, _ = s.idx.ByIndex(cache.NamespaceIndex, namespace)
+		objs, _ = idx.ByIndex(cache.NamespaceIndex, namespace)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
@@ -281,7 +410,7 @@ func (m *Manager) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for gvr, e := range m.informers {
-		e.cancel()
+		e.stopLocked()
 		delete(m.informers, gvr)
 	}
 	if m.namespaces != nil {

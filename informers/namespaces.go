@@ -48,7 +48,7 @@ func (m *Manager) StartNamespaces(ctx context.Context) error {
 		DeleteFunc: func(obj any) { m.namespaceChanged(obj) },
 	})
 	runCtx, cancel := context.WithCancel(context.Background())
-	m.namespaces = &entry{gvr: namespacesGVR, informer: inf, cancel: cancel}
+	m.namespaces = &generation{informer: inf, cancel: cancel}
 	m.mu.Unlock()
 	go inf.Run(runCtx.Done())
 

@@ -16,7 +16,9 @@ type Inbox struct {
 	mu      sync.Mutex
 	pending map[pendingKey]informers.Event
 	nsDirty map[string]bool
-	woken   bool
+	// relist: an informer was rebuilt; the actor lists its stores again.
+	relist bool
+	woken  bool
 	root    *actor.RootContext
 	pid     *actor.PID
 
@@ -62,7 +64,7 @@ func NewInbox(root *actor.RootContext) *Inbox {
 func (b *Inbox) Bind(pid *actor.PID) {
 	b.mu.Lock()
 	b.pid = pid
-	if len(b.pending) > 0 || len(b.nsDirty) > 0 {
+	if len(b.pending) > 0 || len(b.nsDirty) > 0 || b.relist {
 		b.wakeLocked()
 		return
 	}
@@ -72,7 +74,11 @@ func (b *Inbox) Bind(pid *actor.PID) {
 // Notify implements informers.Subscriber.
 func (b *Inbox) Notify(ev informers.Event) {
 	b.mu.Lock()
-	b.pending[pendingKey{ev.GVR, ev.Key}] = ev
+	if ev.Resync {
+		b.relist = true
+	} else {
+		b.pending[pendingKey{ev.GVR, ev.Key}] = ev
+	}
 	b.wakeLocked()
 }
 
@@ -93,11 +99,12 @@ func (b *Inbox) wakeLocked() {
 	}
 }
 
-// drain takes every pending event and namespace change.
-func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool) {
+// drain takes every pending event and namespace change, and whether the
+// stores must be listed again (then the events are in them already).
+func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	evs, ns := b.pending, b.nsDirty
-	b.pending, b.nsDirty, b.woken = map[pendingKey]informers.Event{}, map[string]bool{}, false
-	return evs, ns
+	evs, ns, relist := b.pending, b.nsDirty, b.relist
+	b.pending, b.nsDirty, b.woken, b.relist = map[pendingKey]informers.Event{}, map[string]bool{}, false, false
+	return evs, ns, relist
 }

@@ -26,7 +26,7 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 		if _, ok := ctx.Message().(wake); ok {
 			wakes.Add(1)
 			<-release // busy while events keep arriving
-			evs, _ := inbox.drain()
+			evs, _, _ := inbox.drain()
 			drained <- evs
 		}
 	}))
@@ -59,7 +59,7 @@ func TestEventsBeforeTheActorStartsAreDelivered(t *testing.T) {
 	got := make(chan int, 1)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(wake); ok {
-			evs, _ := inbox.drain()
+			evs, _, _ := inbox.drain()
 			got <- len(evs)
 		}
 	}))

@@ -151,8 +151,12 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.inbox.remember(a.cfg, a.subs, true)
 		a.inbox.drain()
 	case wake:
-		evs, nss := a.inbox.drain()
+		evs, nss, relist := a.inbox.drain()
 		if a.cfg == nil || a.frozen {
+			return
+		}
+		if relist {
+			a.resync(ctx)
 			return
 		}
 		_, span := actors.Tracer().Start(context.Background(), "kollect.collect")
