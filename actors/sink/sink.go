@@ -2,12 +2,15 @@ package sink
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -74,6 +77,28 @@ type Slot struct {
 	Latest  *rows.Snapshot
 	Acked   *rows.Snapshot
 	AckedAt time.Time
+	// Unsure is set when an export failed: it may have written part of its
+	// delta, so the next attempt reconciles against what the backend holds
+	// (a full delta) instead of trusting Acked.
+	Unsure bool
+	// attempt is the export being tried; its id is kept for retries.
+	attempt attempt
+}
+
+type attempt struct {
+	acked, next *rows.Snapshot
+	id          string
+}
+
+// exportID returns the id of the export from the acknowledged snapshot to
+// next: the same while it is retried, a new one otherwise.
+func (s *Slot) exportID(next *rows.Snapshot) string {
+	if s.attempt.id == "" || s.attempt.acked != s.Acked || s.attempt.next != next {
+		var b [12]byte
+		_, _ = crand.Read(b[:])
+		s.attempt = attempt{acked: s.Acked, next: next, id: hex.EncodeToString(b[:])}
+	}
+	return s.attempt.id
 }
 
 // Offer hands the binding a new snapshot. Links name the collect spans
@@ -114,9 +139,11 @@ type actorState struct {
 	circuit  Circuit
 	failures int
 	waiting  bool // a retry timer is pending
-	timer    *time.Timer
-	cancel   context.CancelFunc
-	debounce Debounce
+	// cancelRetry and cancelDue cancel the pending retry and heartbeat
+	// timers.
+	cancelRetry, cancelDue scheduler.CancelFunc
+	cancel                 context.CancelFunc
+	debounce               Debounce
 	// links accumulate until an export ships the changes they traced.
 	links []trace.Link
 }
@@ -152,27 +179,33 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *done:
 		a.finish(ctx, msg)
 	case retry:
-		a.waiting = false
+		a.waiting, a.cancelRetry = false, nil
 		if a.circuit == Open {
 			a.setCircuit(HalfOpen)
 		}
 		a.maybeStart(ctx)
 	case due:
-		a.timer = nil
+		a.cancelDue = nil
 		a.maybeStart(ctx)
 	}
 }
 
 func (a *actorState) stopInflight() {
-	if a.timer != nil {
-		a.timer.Stop()
-		a.timer = nil
-	}
+	a.stopTimers()
 	if a.cancel != nil {
 		a.cancel()
 		a.cancel = nil
 	}
 	a.inflight = false
+}
+
+func (a *actorState) stopTimers() {
+	for _, c := range []*scheduler.CancelFunc{&a.cancelDue, &a.cancelRetry} {
+		if *c != nil {
+			(*c)()
+			*c = nil
+		}
+	}
 }
 
 func (a *actorState) setCircuit(c Circuit) {
@@ -189,26 +222,30 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	}
 	export, wait := a.debounce.Decide(a.slot.Acked, a.slot.AckedAt, snap)
 	if !export {
-		if wait > 0 && a.timer == nil {
-			self, root := ctx.Self(), ctx.ActorSystem().Root
-			a.timer = time.AfterFunc(wait, func() { root.Send(self, due{}) })
+		if wait > 0 && a.cancelDue == nil {
+			a.cancelDue = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), due{})
 		}
 		return
 	}
-	if a.timer != nil {
-		a.timer.Stop()
-		a.timer = nil
+	if a.cancelDue != nil {
+		a.cancelDue()
+		a.cancelDue = nil
 	}
 	a.inflight = true
 	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 	a.cancel = cancel
-	self, root, backend, acked, cfg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.slot.Acked, a.cfg
+	self, root, backend, cfg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.cfg
+	prev := a.slot.Acked
+	if a.slot.Unsure {
+		prev = nil // reconcile against what the backend holds
+	}
+	id := a.slot.exportID(snap)
 	links := a.links
 	a.links = nil
 	go func() {
 		defer cancel()
 		start := time.Now()
-		ack, err := tracedExport(exportCtx, cfg, links, backend, acked, snap)
+		ack, err := tracedExport(exportCtx, cfg, links, backend, prev, snap, id)
 		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
 	}()
 }
@@ -223,7 +260,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
 		a.failures = 0
 		a.setCircuit(Closed)
-		a.slot.Acked, a.slot.AckedAt = d.snap, a.debounce.Now()
+		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
 	} else {
 		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
@@ -232,6 +269,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 			class = "terminal"
 		}
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), 0, class)
+		a.slot.Unsure = true
 		a.failures++
 		if a.failures >= a.cfg.OpenAfter || a.circuit == HalfOpen {
 			a.setCircuit(Open)
@@ -239,8 +277,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.failures)
 		res.RetryAfter = a.backoff()
 		a.waiting = true
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(res.RetryAfter, func() { root.Send(self, retry{}) })
+		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})
 	}
 	res.Circuit, res.Failures = a.circuit, a.failures
 	ctx.Send(ctx.Parent(), res)
@@ -261,13 +298,14 @@ func (a *actorState) backoff() time.Duration {
 // tracedExport computes the delta and runs the backend inside the export
 // spans: kollect.export (linked to the collect spans of the changes it
 // ships) and its child kollect.sink.write.
-func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend sinks.Backend, acked, snap *rows.Snapshot) (sinks.Ack, error) {
+func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend sinks.Backend, acked, snap *rows.Snapshot, export string) (sinks.Ack, error) {
 	tracer := actors.Tracer()
 	ctx, span := tracer.Start(ctx, "kollect.export", trace.WithLinks(links...), trace.WithAttributes(
 		attribute.String(actors.AttrInventory, cfg.Inventory), attribute.String(actors.AttrBinding, cfg.Key),
 		attribute.String(actors.AttrSinkType, cfg.Type), attribute.Int("kollect.rows", len(snap.Rows))))
 	defer span.End()
 	d := rows.Diff(acked, snap)
+	d.Export = export
 	span.SetAttributes(attribute.Int("kollect.rows.upserted", len(d.Upserts)), attribute.Int("kollect.rows.deleted", len(d.Deletes)),
 		attribute.Bool("kollect.delta.full", d.Full()))
 	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))

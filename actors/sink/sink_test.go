@@ -186,3 +186,60 @@ func TestABackendPanicIsAnErrorAndTheBindingRecovers(t *testing.T) {
 		t.Fatalf("want the retry to succeed, got %+v", r)
 	}
 }
+
+// deltaBackend records each delta it is handed; it fails the attempts
+// listed in failing (1-based).
+type deltaBackend struct {
+	mu      sync.Mutex
+	failing map[int]bool
+	got     []*rows.Delta
+}
+
+func (b *deltaBackend) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.got = append(b.got, d)
+	if b.failing[len(b.got)] {
+		return sinks.Ack{}, errors.New("published half of it, then the connection dropped")
+	}
+	return sinks.Ack{Rows: len(d.Next.Rows)}, nil
+}
+
+// A failed export may have written part of its delta: its retry reconciles
+// against the backend (a full delta) under the same export id, and the
+// next export, even of a change seen before (A→B→A→B), gets a new id.
+func TestAFailedExportIsRetriedInFullUnderItsIDAndLaterExportsGetNewIDs(t *testing.T) {
+	be := &deltaBackend{failing: map[int]bool{2: true}}
+	sys, pid, results := harness(t, sink.Config{Key: "event/nats", Backend: be, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	a, b := snapshot(t, "a"), snapshot(t, "a", "b")
+	for _, s := range []*rows.Snapshot{a, b} {
+		sys.Root.Send(pid, &sink.Offer{Snapshot: s})
+		for next(t, results).Err != nil {
+		}
+	}
+	a2, b2 := snapshot(t, "a"), snapshot(t, "a", "b") // the same contents again
+	for _, s := range []*rows.Snapshot{a2, b2} {
+		sys.Root.Send(pid, &sink.Offer{Snapshot: s})
+		for next(t, results).Err != nil {
+		}
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if len(be.got) != 5 {
+		t.Fatalf("want 5 attempts (a, b failed, b retried, a, b), got %d", len(be.got))
+	}
+	first, failed, retried := be.got[0], be.got[1], be.got[2]
+	if !first.Full() || failed.Full() || len(failed.Upserts) != 1 {
+		t.Fatalf("want a full first export and a one-row delta after it; got full=%v, then full=%v with %d upserts", first.Full(), failed.Full(), len(failed.Upserts))
+	}
+	if !retried.Full() || retried.Export != failed.Export {
+		t.Fatalf("the retry of a failed export must be full and keep its id: full=%v id %q vs %q", retried.Full(), retried.Export, failed.Export)
+	}
+	ids := map[string]bool{}
+	for _, i := range []int{0, 1, 3, 4} {
+		ids[be.got[i].Export] = true
+	}
+	if len(ids) != 4 || be.got[3].Full() || be.got[4].Full() {
+		t.Fatalf("want four exports with four ids, deltas after success; ids %v", ids)
+	}
+}

@@ -19,8 +19,8 @@ type Inbox struct {
 	// relist: an informer was rebuilt; the actor lists its stores again.
 	relist bool
 	woken  bool
-	root    *actor.RootContext
-	pid     *actor.PID
+	root   *actor.RootContext
+	pid    *actor.PID
 
 	// kept across restarts of the actor
 	cfg    *Config

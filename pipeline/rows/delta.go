@@ -19,6 +19,11 @@ type Delta struct {
 	// Replaced pairs each upsert with the row it replaces (nil when new), in
 	// the order of Upserts.
 	Replaced []*Row
+	// Export identifies the export this delta belongs to: the same for
+	// every attempt of one export, different for the next one. Event
+	// backends put it in their change ids, so a broker's duplicate window
+	// drops a retry but not the same change made again (A→B→A→B).
+	Export string
 }
 
 // Full reports whether the backend's previous state is unknown.

@@ -55,10 +55,12 @@ func (s Scope) Key(r *rows.Row) string {
 }
 
 // ChangeID is the same for the same change (key, type, content before and
-// after), so a re-publish after a failure is recognised as a duplicate.
-func ChangeID(key, typ, prevSum, nextSum string) string {
+// after) within one export, so a re-publish after a failure is recognised
+// as a duplicate; export (rows.Delta.Export) tells a change made again in a
+// later export from a retry.
+func ChangeID(export, key, typ, prevSum, nextSum string) string {
 	h := sha256.New()
-	for _, p := range []string{key, typ, prevSum, nextSum} {
+	for _, p := range []string{export, key, typ, prevSum, nextSum} {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
 	}
@@ -99,23 +101,23 @@ func Plan(s Scope, d *rows.Delta, recovered State) []Change {
 			if prev, ok := recovered[k]; ok && prev == sum {
 				continue
 			}
-			ups = append(ups, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(k, Upsert, recovered[k], sum)})
+			ups = append(ups, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(d.Export, k, Upsert, recovered[k], sum)})
 		}
 		for k, prev := range recovered {
 			if !live[k] {
-				out = append(out, Change{Key: k, Type: Delete, ID: ChangeID(k, Delete, prev, "")})
+				out = append(out, Change{Key: k, Type: Delete, ID: ChangeID(d.Export, k, Delete, prev, "")})
 			}
 		}
 		return append(out, ups...)
 	}
 	for _, r := range d.Deletes {
 		k, prev := s.Key(r), r.Sum()
-		out = append(out, Change{Key: k, Type: Delete, Row: r, ID: ChangeID(k, Delete, prev, "")})
+		out = append(out, Change{Key: k, Type: Delete, Row: r, ID: ChangeID(d.Export, k, Delete, prev, "")})
 	}
 	for i, r := range d.Upserts {
 		k, sum := s.Key(r), r.Sum()
 		prev := d.Replaced[i].Sum()
-		out = append(out, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(k, Upsert, prev, sum)})
+		out = append(out, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(d.Export, k, Upsert, prev, sum)})
 	}
 	return out
 }

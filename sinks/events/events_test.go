@@ -66,18 +66,27 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestChangeIDIsStableForTheSameChangeOnly(t *testing.T) {
+func TestChangeIDIsStableForOneExportOnly(t *testing.T) {
 	scope := events.Scope{Inventory: rows.Identity{Namespace: "default", Name: "inv"}}
 	a1, a2 := row(t, "a", "1", "x"), row(t, "a", "1", "y")
-	first := events.Plan(scope, rows.Diff(snap(a1), snap(a2)), nil)[0].ID
-	again := events.Plan(scope, rows.Diff(snap(a1), snap(a2)), nil)[0].ID
-	back := events.Plan(scope, rows.Diff(snap(a2), snap(a1)), nil)[0].ID
-	created := events.Plan(scope, rows.Diff(nil, snap(a1)), events.State{})[0].ID
-	if first != again {
-		t.Error("the same change got two ids: a retry would not be deduplicated")
+	plan := func(prev, next *rows.Snapshot, export string) string {
+		d := rows.Diff(prev, next)
+		d.Export = export
+		return events.Plan(scope, d, events.State{})[0].ID
 	}
-	if first == back || back == created {
+	first := plan(snap(a1), snap(a2), "e1")
+	retry := plan(snap(a1), snap(a2), "e1")
+	back := plan(snap(a2), snap(a1), "e2")
+	again := plan(snap(a1), snap(a2), "e3") // A→B→A→B: the same change, made again
+	created := plan(nil, snap(a1), "e1")
+	if first != retry {
+		t.Error("a retry of one export got new ids: the broker would not drop the duplicate")
+	}
+	if first == back || back == created || first == created {
 		t.Error("different changes share an id: the broker would drop one")
+	}
+	if first == again {
+		t.Error("the same change made again in a later export kept its id: the broker would drop it as a duplicate")
 	}
 }
 
