@@ -1,0 +1,277 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/pipeline/manifests"
+	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/sinks/kafka/kafkatest"
+	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/postgres/pgtest"
+)
+
+var (
+	env        *testenv.Env
+	binary     string
+	kubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kollect-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "kollect")
+	if out, err := exec.Command("go", "build", "-o", binary, "kollect.dev/kollect").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the operator: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := 1
+	func() {
+		defer os.RemoveAll(dir)
+		e, err := testenv.Start()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return
+		}
+		defer func() { _ = e.Stop() }()
+		env = e
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		if err := e.WriteKubeconfig(kubeconfig, "faults"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return
+		}
+		code = m.Run()
+	}()
+	os.Exit(code)
+}
+
+// objects is how many ConfigMaps each scenario exports: a few thousand in
+// make test, more with KOLLECT_FAULTS_OBJECTS (make faults).
+func objects() int {
+	if n, err := strconv.Atoi(os.Getenv("KOLLECT_FAULTS_OBJECTS")); err == nil && n > 0 {
+		return n
+	}
+	return 2000
+}
+
+const (
+	stream = "kollect_events"
+	topic  = "inventory.changes"
+)
+
+// rig is one pipeline (a namespace of ConfigMaps, a target, an inventory
+// bound to Git, PostgreSQL, NATS and Kafka) and the operator process that
+// runs it.
+type rig struct {
+	t     *testing.T
+	ns    string
+	dir   string
+	bare  string
+	pg    *pgtest.Server
+	db    *pgx.Conn
+	nats  *natstest.Server
+	kafka *kafkatest.Cluster
+	op    *testenv.Process
+	args  []string
+}
+
+func newRig(t *testing.T, ns string, args ...string) *rig {
+	t.Helper()
+	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t),
+		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info"}, args...)}
+	r.bare = filepath.Join(r.dir, "inventory.git")
+	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", r.bare).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	db, err := pgx.Connect(context.Background(), r.pg.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.db = db
+	t.Cleanup(func() {
+		if r.op != nil && !r.op.Exited() {
+			_, _ = r.op.Stop(10 * time.Second)
+		}
+		if t.Failed() && r.op != nil {
+			t.Logf("operator log (end):\n%s", r.op.Tail(6000))
+		}
+		db.Close(context.Background())
+	})
+	return r
+}
+
+// start runs a new operator process.
+func (r *rig) start() {
+	r.t.Helper()
+	op, err := testenv.StartProcess(context.Background(), testenv.ProcessOptions{Binary: binary, Kubeconfig: kubeconfig,
+		Log: filepath.Join(r.dir, "operator.log"), Env: []string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(r.dir, "mirrors")}, Args: r.args})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.op = op
+}
+
+const pipeline = `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: configmaps, namespace: {{NS}}}
+spec:
+  targetGVK: {group: core, version: v1, kind: ConfigMap}
+  attributes: [{name: version, path: '$.data.version'}]
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: configmaps, namespace: {{NS}}}
+spec:
+  profileRef: configmaps
+  labelSelector: {matchLabels: {app: faults}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: dsn, namespace: {{NS}}}
+stringData: {dsn: '{{DSN}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: git, namespace: {{NS}}}
+spec:
+  type: git
+  endpoint: 'file://{{BARE}}'
+  layout: {mode: perResource, content: attributes}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: pg, namespace: {{NS}}}
+spec:
+  type: postgres
+  postgres: {databaseRef: {name: dsn}, table: inventory_items}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectEventSink
+metadata: {name: bus, namespace: {{NS}}}
+spec:
+  type: nats
+  nats: {url: '{{NATS}}', subject: inventory.events}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectEventSink
+metadata: {name: log, namespace: {{NS}}}
+spec:
+  type: kafka
+  kafka: {brokers: ['{{KAFKA}}'], topic: ` + topic + `}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectInventory
+metadata: {name: inventory, namespace: {{NS}}}
+spec:
+  snapshotSinkRefs: [git]
+  databaseSinkRefs: [pg]
+  eventSinkRefs: [bus, log]
+`
+
+// apply creates the namespace and the pipeline.
+func (r *rig) apply() {
+	r.t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); client.IgnoreAlreadyExists(err) != nil {
+		r.t.Fatal(err)
+	}
+	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.bare, "{{NATS}}", r.nats.URL(),
+		"{{KAFKA}}", r.kafka.Brokers()[0]).Replace(pipeline)
+	objs, err := manifests.Decode(strings.NewReader(text))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := manifests.Apply(ctx, env.Client, "faults", objs); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func name(i int) string { return fmt.Sprintf("cm-%05d", i) }
+
+// write creates or updates ConfigMaps [from, to) with version, eight
+// writers at a time; it returns what the cluster now holds for them.
+func (r *rig) write(ctx context.Context, from, to int, version string) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := from + w; i < to; i += 8 {
+				if err := r.put(ctx, name(i), version); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func (r *rig) put(ctx context.Context, n, version string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: n, Labels: map[string]string{"app": "faults"}},
+		Data: map[string]string{"version": version}}
+	err := env.Client.Create(ctx, cm)
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	var cur corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &cur); err != nil {
+		return err
+	}
+	cur.Data = cm.Data
+	return env.Client.Update(ctx, &cur)
+}
+
+// inventoryStatus reads the inventory's status.
+func (r *rig) inventoryStatus() (map[string]any, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectInventory"})
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: r.ns, Name: "inventory"}, u); err != nil {
+		return nil, err
+	}
+	st, _ := u.Object["status"].(map[string]any)
+	return st, nil
+}
+
+// exportedSince reports whether every binding acknowledged an export at or
+// after t (status reports acknowledgements only).
+func (r *rig) exportedSince(t time.Time) error {
+	st, err := r.inventoryStatus()
+	if err != nil {
+		return err
+	}
+	exports, _ := st["sinkExports"].([]any)
+	if len(exports) != 4 {
+		return fmt.Errorf("%d sinkExports, want 4", len(exports))
+	}
+	for _, e := range exports {
+		m, _ := e.(map[string]any)
+		at, _ := m["lastExportTime"].(string)
+		ts, err := time.Parse(time.RFC3339, at)
+		if err != nil || ts.Before(t.Truncate(time.Second)) {
+			return fmt.Errorf("%v: last export %q is before %s", m["name"], at, t.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
