@@ -108,6 +108,7 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 	r.db = db
 	t.Cleanup(func() {
 		if r.op != nil && !r.op.Exited() {
+			r.teardown()
 			_, _ = r.op.Stop(10 * time.Second)
 		}
 		if t.Failed() && r.op != nil {
@@ -116,6 +117,26 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 		db.Close(context.Background())
 	})
 	return r
+}
+
+// teardown deletes the pipeline while the operator runs (its finalizers
+// need it), so later scenarios' operators do not export it.
+func (r *rig) teardown() {
+	ctx := context.Background()
+	for _, kind := range []string{"KollectInventory", "KollectTarget"} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: kind})
+		u.SetNamespace(r.ns)
+		u.SetName(map[string]string{"KollectInventory": "inventory", "KollectTarget": "configmaps"}[kind])
+		if err := env.Client.Delete(ctx, u); err != nil {
+			continue
+		}
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+				break
+			}
+		}
+	}
 }
 
 // start runs a new operator process.
@@ -141,6 +162,7 @@ kind: KollectTarget
 metadata: {name: configmaps, namespace: {{NS}}}
 spec:
   profileRef: configmaps
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: {{NS}}}}
   labelSelector: {matchLabels: {app: faults}}
 ---
 apiVersion: v1
@@ -274,4 +296,15 @@ func (r *rig) exportedSince(t time.Time) error {
 		}
 	}
 	return nil
+}
+
+// reconnect opens a new Postgres connection (after a server restart).
+func (r *rig) reconnect(ctx context.Context) {
+	r.t.Helper()
+	r.db.Close(ctx)
+	db, err := pgx.Connect(ctx, r.pg.DSN(""))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.db = db
 }

@@ -1,0 +1,236 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// churn updates random objects of [0, n) until stopped, each write bounded
+// so a frozen API server only makes writes fail; stop returns how many
+// writes succeeded.
+func (r *rig) churn(n int) (stop func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				wctx, c := context.WithTimeout(ctx, 2*time.Second)
+				if r.put(wctx, name((i*7+w*131)%n), fmt.Sprintf("c%d-%d", w, i)) == nil {
+					ok.Add(1)
+				}
+				c()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	return func() int { cancel(); wg.Wait(); return int(ok.Load()) }
+}
+
+// clusterState lists what the cluster holds now: the rows every sink must
+// end with.
+func (r *rig) clusterState(ctx context.Context) state {
+	r.t.Helper()
+	var list corev1.ConfigMapList
+	if err := env.Client.List(ctx, &list, client.InNamespace(r.ns), client.MatchingLabels{"app": "faults"}); err != nil {
+		r.t.Fatal(err)
+	}
+	st := state{}
+	for _, cm := range list.Items {
+		st[cm.Name] = cm.Data["version"]
+	}
+	return st
+}
+
+// apiServerPID finds the test control plane's kube-apiserver by its port.
+func apiServerPID(t *testing.T) int {
+	t.Helper()
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if !strings.HasSuffix(args[0], "kube-apiserver") {
+			continue
+		}
+		for _, a := range args {
+			if a == "--secure-port="+u.Port() {
+				var pid int
+				fmt.Sscan(d.Name(), &pid)
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no kube-apiserver process serves port %s", u.Port())
+	return 0
+}
+
+// TestAPIServerFreezeIsSurvived freezes the API server (SIGSTOP) for 20 s
+// while objects churn: the manager keeps running, exports nothing wrong
+// meanwhile, and exports the objects created afterwards.
+func TestAPIServerFreezeIsSurvived(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "faults-freeze")
+	r.apply()
+	n := min(objects(), 1000)
+	want := state{}
+	for i := range n {
+		want[name(i)] = "v1"
+	}
+	if err := r.write(ctx, 0, n, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	first := r.waitConverged(ctx, want, 5*time.Minute)
+	if err := r.auditPostgres(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := r.churn(n)
+	time.Sleep(2 * time.Second)
+	pid := apiServerPID(t)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	time.Sleep(20 * time.Second)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server frozen for %s", time.Since(frozen).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	writes := stop()
+	if r.op.Exited() {
+		t.Fatalf("the manager exited during the outage; its log ends:\n%s", r.op.Tail(3000))
+	}
+	// Objects created after the outage arrive.
+	if err := r.write(ctx, n, n+50, "after"); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	h := r.waitConverged(ctx, r.clusterState(ctx), 3*time.Minute)
+	t.Logf("%d churn writes; after the outage every sink was exact in %s", writes, time.Since(resumed).Round(time.Millisecond))
+	r.noRowEverDropped(len(first.commits), n)
+	if d := deletes(h.nats) + deletes(h.kafka); d != 0 {
+		t.Fatalf("%d delete message(s); no object was deleted", d)
+	}
+	if ops, err := r.audited(ctx); err != nil || ops["DELETE"] != 0 {
+		t.Fatalf("Postgres deletes %v (%v); no object was deleted", ops, err)
+	}
+}
+
+// TestSinkOutageLosesNothing takes every sink away during churn (the Git
+// remote disappears, PostgreSQL, NATS and Kafka stop) and brings them
+// back: every sink catches up with the cluster, no commit ever drops a
+// row, no row is deleted and no delete is published.
+func TestSinkOutageLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "faults-sinks")
+	r.apply()
+	n := min(objects(), 1000)
+	want := state{}
+	for i := range n {
+		want[name(i)] = "v1"
+	}
+	if err := r.write(ctx, 0, n, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	first := r.waitConverged(ctx, want, 5*time.Minute)
+	if err := r.auditPostgres(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := r.churn(n)
+	time.Sleep(time.Second)
+	away := r.bare + ".away"
+	if err := os.Rename(r.bare, away); err != nil {
+		t.Fatal(err)
+	}
+	r.pg.Stop()
+	r.nats.Stop()
+	r.kafka.Stop()
+	down := time.Now()
+	time.Sleep(8 * time.Second)
+	if err := os.Rename(away, r.bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.nats.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.kafka.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sinks down for %s", time.Since(down).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	writes := stop()
+	back := time.Now()
+	// The audit connection died with the server.
+	r.reconnect(ctx)
+	h := r.waitConverged(ctx, r.clusterState(ctx), 5*time.Minute)
+	t.Logf("%d churn writes; every sink exact %s after they came back", writes, time.Since(back).Round(time.Millisecond))
+	r.noRowEverDropped(len(first.commits), n)
+	if d := deletes(h.nats) + deletes(h.kafka); d != 0 {
+		t.Fatalf("%d delete message(s); no object was deleted", d)
+	}
+	if ops, err := r.audited(ctx); err != nil || ops["DELETE"] != 0 {
+		t.Fatalf("Postgres deletes %v (%v); no object was deleted", ops, err)
+	}
+}
+
+// TestFlappingPublishesEveryChange changes one object A→B→A→B, each step
+// exported before the next: three messages on NATS and on Kafka, where a
+// change id without the export would let the broker drop the third.
+func TestFlappingPublishesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "faults-flap")
+	r.apply()
+	if err := r.put(ctx, "flap", "A"); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	r.waitConverged(ctx, state{"flap": "A"}, time.Minute)
+	for _, v := range []string{"B", "A", "B"} {
+		if err := r.put(ctx, "flap", v); err != nil {
+			t.Fatal(err)
+		}
+		r.waitConverged(ctx, state{"flap": v}, time.Minute)
+	}
+	h, err := r.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		name string
+		ms   []message
+	}{{"NATS", h.nats}, {"Kafka", h.kafka}} {
+		var got []string
+		for _, m := range s.ms {
+			got = append(got, m.Row.Attributes["version"])
+		}
+		if strings.Join(got, "") != "ABAB" {
+			t.Errorf("%s carries %v, want the creation and three changes: A B A B", s.name, got)
+		}
+	}
+}
