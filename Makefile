@@ -5,6 +5,8 @@
 #   make conformance   the upstream-sample suite (reads ../shared/conformance)
 #   make build         bin/kollect
 #   make bench         sink and engine benchmarks
+#   make faults        the fault-injection suite at scale (make test runs it small)
+#   make fuzz          fuzz the parsers and encoders for a while each
 #
 # Everything a target needs is built from the Go module proxy and cached:
 # the control plane in bin/envtest (and ~/.cache/kollect), Go builds in the
@@ -23,7 +25,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test test-deps conformance envtest-assets bench demo helm clean help
+.PHONY: all build generate check-generated lint test test-deps conformance envtest-assets bench faults fuzz demo helm clean help
 
 all: build
 
@@ -81,6 +83,13 @@ test: lint check-generated envtest-assets test-deps helm
 ## bench: the sink and engine benchmarks (figures in docs/performance.md).
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/extract/
+
+## faults: the fault-injection suite (loadtest/faults) with more objects;
+## make test runs the same scenarios with 2,000.
+FAULTS_OBJECTS ?= 9000
+faults: envtest-assets test-deps
+	KOLLECT_FAULTS_OBJECTS=$(FAULTS_OBJECTS) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
+		$(GO) test -count=1 -timeout 30m -v ./loadtest/faults/
 
 conformance: envtest-assets test-deps
 	@if [ ! -d "$(CONFORMANCE_DIR)/samples" ]; then \

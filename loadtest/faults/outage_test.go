@@ -87,10 +87,29 @@ func apiServerPID(t *testing.T) int {
 
 // TestAPIServerFreezeIsSurvived freezes the API server (SIGSTOP) for 20 s
 // while objects churn: the manager keeps running, exports nothing wrong
-// meanwhile, and exports the objects created afterwards.
+// meanwhile, and exports the objects created afterwards; with the chart's
+// leader-election settings it keeps its lease (losing it ends the process).
 func TestAPIServerFreezeIsSurvived(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"without leader election", nil},
+		{"with the chart's leader election", []string{"--leader-elect=true", "--leader-election-namespace=faults-freeze-le"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := "faults-freeze"
+			if len(tc.args) > 0 {
+				ns += "-le"
+			}
+			freeze(t, ns, tc.args)
+		})
+	}
+}
+
+func freeze(t *testing.T, ns string, args []string) {
 	ctx := context.Background()
-	r := newRig(t, "faults-freeze")
+	r := newRig(t, ns, args...)
 	r.apply()
 	n := min(objects(), 1000)
 	want := state{}
@@ -233,4 +252,54 @@ func TestFlappingPublishesEveryChange(t *testing.T) {
 			t.Errorf("%s carries %v, want the creation and three changes: A B A B", s.name, got)
 		}
 	}
+}
+
+// TestLeaderChangeChangesNothing hands leadership from one manager to a
+// standby (the leader stops with SIGTERM and releases its lease): the new
+// leader starts from nothing and writes nothing, since nothing changed.
+func TestLeaderChangeChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, "faults-leader", "--leader-elect=true", "--leader-election-namespace=faults-leader",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=1s")
+	r.apply()
+	n := min(objects(), 1000)
+	want := state{}
+	for i := range n {
+		want[name(i)] = "v1"
+	}
+	if err := r.write(ctx, 0, n, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	leader := r.op
+	before := r.waitConverged(ctx, want, 5*time.Minute)
+	if err := r.auditPostgres(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.start() // the standby
+	standby := r.op
+	r.op = leader
+	if _, err := leader.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.op = standby
+	handed := time.Now()
+	eventually(t, time.Minute, "the new leader acknowledges an export", func() error { return r.exportedSince(handed) })
+	time.Sleep(2 * time.Second)
+	after, err := r.read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := after.converged(want); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.commits) != len(before.commits) || len(after.nats) != len(before.nats) || len(after.kafka) != len(before.kafka) {
+		r.noRowEverDropped(len(before.commits), n)
+		t.Fatalf("the leader change wrote %d commit(s), %d NATS and %d Kafka message(s)", len(after.commits)-len(before.commits),
+			len(after.nats)-len(before.nats), len(after.kafka)-len(before.kafka))
+	}
+	if ops, err := r.audited(ctx); err != nil || len(ops) != 0 {
+		t.Fatalf("the leader change wrote to Postgres: %v (%v)", ops, err)
+	}
+	t.Logf("leader change: the standby led and acknowledged in %s, nothing written", time.Since(handed).Round(time.Millisecond))
 }
