@@ -1,0 +1,101 @@
+package target_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/collect"
+	"kollect.dev/kollect/pipeline/extract"
+	"kollect.dev/kollect/pipeline/selection"
+)
+
+// panickyNamespaces panics when asked about namespace "boom": a stand-in
+// for any bug or unforeseen input inside selection or extraction.
+type panickyNamespaces struct{}
+
+func (panickyNamespaces) Namespace(name string) *unstructured.Unstructured {
+	if name == "boom" {
+		panic("unforeseen input")
+	}
+	return nil
+}
+
+type listStore []*unstructured.Unstructured
+
+func (s listStore) List(string) []*unstructured.Unstructured { return s }
+
+type lastReport struct {
+	mu sync.Mutex
+	r  target.Report
+}
+
+func (l *lastReport) TargetReport(r target.Report) { l.mu.Lock(); l.r = r; l.mu.Unlock() }
+func (l *lastReport) get() target.Report          { l.mu.Lock(); defer l.mu.Unlock(); return l.r }
+
+func objectIn(ns, name string) *unstructured.Unstructured {
+	o := object(0)
+	o.SetNamespace(ns)
+	o.SetName(name)
+	o.SetUID(k8stypes.UID("uid-" + ns + "/" + name))
+	return o
+}
+
+// A panic while evaluating one object fails that object alone, reported as
+// an extraction failure; the actor is not restarted and keeps collecting.
+func TestAPanicInEvaluationFailsOneObjectNotTheTarget(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	got := make(chan *messages.RowsChanged, 10)
+	inv := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.RowsChanged); ok {
+			got <- m
+		}
+	}))
+	rep := &lastReport{}
+	inbox := target.NewInbox(sys.Root)
+	tgt := sys.Root.Spawn(target.Props(inbox, panickyNamespaces{}, rep, nil, "t"))
+	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ok", Name: "t"}
+	store := listStore{objectIn("ok", "fine"), objectIn("boom", "bad")}
+	sys.Root.Send(tgt, &messages.Subscribe{Inventory: inv})
+	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: store}},
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
+	first := receive(t, got)
+	if !first.Replace || len(first.Upserts) != 1 || first.Upserts[0].Name != "fine" {
+		t.Fatalf("want the complete list with the one object that evaluates, got %+v", first)
+	}
+	if r := rep.get(); r.ExtractionFailures != 1 || !strings.Contains(r.LastExtractionError, "panicked: unforeseen input") {
+		t.Fatalf("want one extraction failure naming the panic, got %+v", r)
+	}
+	// The actor still collects.
+	inbox.Notify(informers.Event{GVR: gvr, Key: "ok/later", Object: objectIn("ok", "later")})
+	if m := receive(t, got); m.Replace || len(m.Upserts) != 1 || m.Upserts[0].Name != "later" {
+		t.Fatalf("want the next object as an upsert, got %+v", m)
+	}
+}
+
+func receive(t *testing.T, ch chan *messages.RowsChanged) *messages.RowsChanged {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no rows within 5s")
+		return nil
+	}
+}
