@@ -40,7 +40,7 @@ type lastReport struct {
 }
 
 func (l *lastReport) TargetReport(r target.Report) { l.mu.Lock(); l.r = r; l.mu.Unlock() }
-func (l *lastReport) get() target.Report          { l.mu.Lock(); defer l.mu.Unlock(); return l.r }
+func (l *lastReport) get() target.Report           { l.mu.Lock(); defer l.mu.Unlock(); return l.r }
 
 func objectIn(ns, name string) *unstructured.Unstructured {
 	o := object(0)
