@@ -35,9 +35,16 @@ type Engine struct {
 	reporter Reporter
 	batch    time.Duration
 
+	// Targets and inventories are children of a guardian each, which
+	// supervises them (see guardian.go).
+	targetGuardian, inventoryGuardian *actor.PID
+
 	mu          sync.Mutex
 	targets     map[messages.TargetRef]*targetEntry
 	inventories map[string]*inventoryEntry
+	// resting holds inventories stopped by their supervisor and waiting to
+	// start again; removing one cancels its restart.
+	resting map[string]bool
 }
 
 type targetEntry struct {
@@ -49,6 +56,8 @@ type targetEntry struct {
 type inventoryEntry struct {
 	pid  *actor.PID
 	spec InventorySpec
+	// memory holds the configuration and sink slots across restarts.
+	memory *inventory.Memory
 }
 
 // InventorySpec is what UpsertInventory needs.
@@ -76,8 +85,61 @@ type InventorySpec struct {
 
 // New builds an engine. batch is the inventories' coalescing window.
 func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration) *Engine {
-	return &Engine{system: actor.NewActorSystem(), inf: inf, metrics: metrics, reporter: reporter, batch: batch,
-		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}}
+	e := &Engine{system: actor.NewActorSystem(), inf: inf, metrics: metrics, reporter: reporter, batch: batch,
+		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}, resting: map[string]bool{}}
+	e.targetGuardian = spawnGuardian(e.system.Root, targetSupervision(), e.targetStopped)
+	e.inventoryGuardian = spawnGuardian(e.system.Root, inventorySupervision(), e.inventoryStopped)
+	return e
+}
+
+// targetStopped forgets a target actor that stopped on its own: the next
+// reconcile starts a new one. Its inventories got TargetGone.
+func (e *Engine) targetStopped(pid *actor.PID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for ref, t := range e.targets {
+		if t.pid.Equal(pid) {
+			delete(e.targets, ref)
+		}
+	}
+}
+
+// inventoryRestartAfter is how long a stopped inventory rests before the
+// engine starts it again from its last spec.
+const inventoryRestartAfter = time.Minute
+
+// inventoryStopped forgets an inventory actor that stopped on its own
+// (repeated failures), reports it, so status does not call it Ready, and
+// starts it again from its spec after a rest, unless it was removed or
+// replaced meanwhile.
+func (e *Engine) inventoryStopped(pid *actor.PID) {
+	e.mu.Lock()
+	var stopped *inventoryEntry
+	for key, ent := range e.inventories {
+		if ent.pid.Equal(pid) {
+			stopped = ent
+			delete(e.inventories, key)
+			e.resting[key] = true
+		}
+	}
+	e.mu.Unlock()
+	if stopped == nil {
+		return
+	}
+	if e.reporter != nil {
+		e.reporter.InventoryReport(inventory.Report{Kind: stopped.spec.Kind, ID: stopped.spec.ID,
+			Stopped: fmt.Sprintf("the inventory's actor stopped after more than %d failures in a minute; it starts again in %s", inventoryRestarts, inventoryRestartAfter)})
+	}
+	spec := stopped.spec
+	time.AfterFunc(inventoryRestartAfter, func() {
+		e.mu.Lock()
+		due := e.resting[spec.Key]
+		delete(e.resting, spec.Key)
+		e.mu.Unlock()
+		if due && !e.system.IsStopped() {
+			_ = e.UpsertInventory(spec)
+		}
+	})
 }
 
 // TargetSpec is what UpsertTarget needs: the compiled selection and
@@ -106,7 +168,11 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	if ent == nil {
 		inbox := target.NewInbox(e.system.Root)
 		name := spec.Ref.Namespace + "/" + spec.Ref.Name
-		pid := e.system.Root.Spawn(target.Props(inbox, e.inf, e.reporter, e.metrics, name))
+		pid, err := e.spawnUnder(e.targetGuardian, target.Props(inbox, e.inf, e.reporter, e.metrics, name))
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
 		ent = &targetEntry{pid: pid, inbox: inbox}
 		e.targets[spec.Ref] = ent
 		e.inf.WatchNamespaces(spec.Ref.String(), inbox)
@@ -185,18 +251,25 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 }
 
 // UpsertInventory starts or reconfigures an inventory and its bindings.
-func (e *Engine) UpsertInventory(spec InventorySpec) {
+func (e *Engine) UpsertInventory(spec InventorySpec) error {
 	e.mu.Lock()
+	delete(e.resting, spec.Key)
 	ent := e.inventories[spec.Key]
 	if ent == nil {
-		pid := e.system.Root.Spawn(inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name))
-		ent = &inventoryEntry{pid: pid}
+		mem := &inventory.Memory{}
+		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, mem))
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
+		ent = &inventoryEntry{pid: pid, memory: mem}
 		e.inventories[spec.Key] = ent
 	}
 	ent.spec = spec
 	cfg := e.configLocked(ent)
 	e.mu.Unlock()
 	e.system.Root.Send(ent.pid, &inventory.Configure{Config: cfg})
+	return nil
 }
 
 // configLocked builds an inventory actor's configuration from its spec and
@@ -235,6 +308,7 @@ func (e *Engine) RemoveInventory(key string) {
 	e.mu.Lock()
 	ent := e.inventories[key]
 	delete(e.inventories, key)
+	delete(e.resting, key)
 	e.mu.Unlock()
 	if ent != nil {
 		_ = e.system.Root.StopFuture(ent.pid).Wait()

@@ -147,7 +147,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 		Selection: &selection.Target{Labels: appSel, Included: map[string]bool{"demo": true, "later": true}}}); err != nil {
 		t.Fatal(err)
 	}
-	eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:default/demo-inventory", Kind: "KollectInventory", ID: rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
+	_ = eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:default/demo-inventory", Kind: "KollectInventory", ID: rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
 		Bindings: []sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(backend)}}})
 
 	files := func() (string, error) { return gitOut(t, bare, "ls-tree", "-r", "--name-only", "main") }

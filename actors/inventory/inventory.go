@@ -76,6 +76,9 @@ type Report struct {
 	Waiting []string
 	// Shards counts rows and targets per target namespace, when asked for.
 	Shards []Shard
+	// Stopped, when set, says the inventory's actor stopped on its own and
+	// why: it exports nothing until it is started again.
+	Stopped string
 }
 
 // Shard is one target namespace's share of the rows.
@@ -105,6 +108,7 @@ type binding struct {
 type actorState struct {
 	reporter Reporter
 	metrics  *actors.Metrics
+	memory   *Memory
 
 	cfg     *Config
 	rows    *rowSet
@@ -125,9 +129,10 @@ type actorState struct {
 }
 
 // Props builds the actor's props. Sink children are restarted on failure.
-func Props(reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
+// memory carries the configuration across restarts of the actor.
+func Props(reporter Reporter, metrics *actors.Metrics, name string, memory *Memory) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{reporter: reporter, metrics: metrics, rows: newRowSet(),
+		return &actorState{reporter: reporter, metrics: metrics, memory: memory, rows: newRowSet(),
 			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{}}
 	},
 		actor.WithMailbox(actor.Unbounded(metrics.Mailbox("inventory", name)...)),
@@ -136,6 +141,12 @@ func Props(reporter Reporter, metrics *actors.Metrics, name string) *actor.Props
 
 func (a *actorState) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		// After a supervised restart, resume at once: subscribing again
+		// brings every target's complete list back.
+		if cfg := a.memory.config(); cfg != nil {
+			a.configure(ctx, cfg)
+		}
 	case *Configure:
 		a.configure(ctx, msg.Config)
 	case *messages.RowsChanged:
@@ -180,6 +191,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	genChanged := a.cfg == nil || a.cfg.ID.Generation != cfg.ID.Generation || a.cfg.DedupeByUID != cfg.DedupeByUID
 	filterChanged := a.cfg != nil && !maps.Equal(a.cfg.TargetNamespaces, cfg.TargetNamespaces)
 	a.cfg = cfg
+	a.memory.remember(cfg)
 	want := map[messages.TargetRef]*actor.PID{}
 	for _, t := range cfg.Targets {
 		want[t.Ref] = t.PID
@@ -210,13 +222,17 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 		if nb, ok := wantB[k]; !ok || !sameBinding(b.cfg, nb) {
 			ctx.Stop(b.pid)
 			delete(a.bindings, k)
+			a.memory.forget(k)
 		}
 	}
 	for k, bc := range wantB {
 		if a.bindings[k] == nil {
-			slot := &sink.Slot{}
-			a.bindings[k] = &binding{cfg: bc, slot: slot, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)),
-				report: BindingReport{Key: k, Circuit: sink.Closed}}
+			slot := a.memory.slot(k)
+			rep := BindingReport{Key: k, Circuit: sink.Closed}
+			if slot.Acked != nil { // after a restart: what the sink acknowledged still holds
+				rep.LastExport, rep.LastChecksum, rep.Exported = slot.AckedAt, slot.Acked.Checksum, len(slot.Acked.Rows)
+			}
+			a.bindings[k] = &binding{cfg: bc, slot: slot, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)), report: rep}
 		}
 	}
 	a.dirty = a.dirty || genChanged

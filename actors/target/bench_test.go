@@ -81,7 +81,7 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
 	rep := &countReporter{want: b.N, done: make(chan struct{}, 1)}
-	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench"))
+	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
 	inbox := target.NewInbox(sys.Root)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))

@@ -30,6 +30,9 @@ const (
 	// (the manager just started, or a target cannot start); nothing is
 	// exported until it has.
 	ReasonWaitingForTargets = "WaitingForTargets"
+	// ReasonActorStopped: the inventory's actor failed too often and was
+	// stopped by its supervisor.
+	ReasonActorStopped = "ActorStopped"
 )
 
 func (w *Writer) writeInventory(ctx context.Context, key Key) error {
@@ -104,6 +107,12 @@ func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *
 	}
 	if rep == nil {
 		return false
+	}
+	if rep.Stopped != "" {
+		setCondition(&s.Conditions, TypeDegraded, metav1.ConditionTrue, ReasonActorStopped, rep.Stopped, v.Generation)
+		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonActorStopped, rep.Stopped, v.Generation)
+		meta.RemoveStatusCondition(&s.Conditions, TypeReady)
+		return true
 	}
 	s.ItemCount = rep.ItemCount
 	applyBindings(s, rep, v.Generation)

@@ -137,10 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			expect = append(expect, t)
 		}
 	}
-	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
+	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
 		ID:       identity(&ci),
 		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID",
-		Expect: expect})
+		Expect: expect}); err != nil {
+		return reconcile.Result{}, err
+	}
 	r.Status.Set(statusKey(req.Name), verdict)
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }

@@ -36,7 +36,7 @@ const (
 
 // Engine is what the reconciler drives.
 type Engine interface {
-	UpsertInventory(spec engine.InventorySpec)
+	UpsertInventory(spec engine.InventorySpec) error
 	RemoveInventory(key string)
 }
 
@@ -128,8 +128,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv),
-		Bindings: bindings, Expect: expect})
+	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv),
+		Bindings: bindings, Expect: expect}); err != nil {
+		return reconcile.Result{}, err
+	}
 	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	return reconcile.Result{}, nil
 }
