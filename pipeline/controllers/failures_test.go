@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,4 +192,76 @@ func grep(text, needle string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A profile deleted and recreated, then edited into CEL that does not
+// compile: each time the target is Degraded with its reason and its rows
+// stay in the sink, without a commit; only fixing it exports again.
+func TestADegradedTargetKeepsItsRows(t *testing.T) {
+	ctx := context.Background()
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	bareRepo(t, bare)
+	apply(t, namespaceYAML("frozen", "")+"---\n"+namespaceYAML("frozen-apps", "team: frozen")+"---\n"+
+		deploymentYAML("frozen-apps", "web", "shop", "web:1")+"---\n"+deploymentYAML("frozen-apps", "api", "shop", "api:1"))
+	apply(t, strings.ReplaceAll(pipelineYAML("frozen", bare), "team: shop", "team: frozen"))
+	want := files(bare)("namespaces/frozen-apps/deployment/api.yaml", "namespaces/frozen-apps/deployment/web.yaml")
+	eventually(t, 20*time.Second, "the target exports", want)
+	commits := func() string { out, _ := git(bare, "rev-list", "--count", "main"); return out }
+	before := commits()
+	degraded := func(reason string) func() error {
+		return func() error {
+			if s, r, m := condition(get(t, "KollectTarget", "frozen", "shop-deployments"), "Degraded"); s != "True" || r != reason {
+				return fmt.Errorf("Degraded=%s/%s: %s", s, r, m)
+			}
+			return nil
+		}
+	}
+	profile := &unstructured.Unstructured{}
+	profile.SetAPIVersion("kollect.dev/v1alpha1")
+	profile.SetKind("KollectProfile")
+	profile.SetNamespace("frozen")
+	profile.SetName("deployment-images")
+	if err := env.Client.Delete(ctx, profile); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the target without its profile is Degraded", degraded("ProfileNotFound"))
+	// Changes made while the target is degraded are not collected; what it
+	// exported stays.
+	apply(t, deploymentYAML("frozen-apps", "web", "shop", "web:2"))
+	time.Sleep(time.Second) // several batch windows: an export would have happened
+	if err := want(); err != nil {
+		t.Fatalf("rows left the sink while their target was degraded: %v", err)
+	}
+	if got := commits(); got != before {
+		t.Fatalf("a degraded target made %s commit(s)", got)
+	}
+	apply(t, strings.ReplaceAll(pipelineYAML("frozen", bare), "team: shop", "team: frozen"))
+	eventually(t, 20*time.Second, "the recreated profile heals the target and the change made meanwhile is exported", func() error {
+		if s, _, m := condition(get(t, "KollectTarget", "frozen", "shop-deployments"), "Ready"); s != "True" {
+			return fmt.Errorf("Ready=%s: %s", s, m)
+		}
+		out, err := git(bare, "show", "main:namespaces/frozen-apps/deployment/web.yaml")
+		if err != nil || !strings.Contains(out, "web:2") {
+			return fmt.Errorf("web.yaml: %s (%v)", out, err)
+		}
+		return nil
+	})
+	healed := commits()
+	// CEL that no longer compiles: Degraded, rows frozen.
+	apply(t, `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: deployment-images, namespace: frozen}
+spec:
+  targetGVK: {group: apps, version: v1, kind: Deployment}
+  attributes:
+  - {name: image, path: 'cel:object.spec.template.spec.containers[0].image +'}
+`)
+	eventually(t, 20*time.Second, "the target with broken CEL is Degraded", degraded("ExtractionFailed"))
+	time.Sleep(time.Second)
+	if err := want(); err != nil {
+		t.Fatalf("rows left the sink while their target's CEL did not compile: %v", err)
+	}
+	if got := commits(); got != healed {
+		t.Fatalf("a degraded target made commits: %s then %s", healed, got)
+	}
 }
