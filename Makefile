@@ -91,6 +91,15 @@ faults: envtest-assets test-deps
 	KOLLECT_FAULTS_OBJECTS=$(FAULTS_OBJECTS) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
 		$(GO) test -count=1 -timeout 30m -v ./loadtest/faults/
 
+## fuzz: each fuzz target for FUZZTIME (their seed corpora run in make test).
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./pipeline/extract:FuzzExtract ./pipeline/rows:FuzzEncodeIsEncodingJSON \
+	./sinks/git:FuzzLayoutPaths ./pipeline/manifests:FuzzDecodeEveryKind
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
+
 conformance: envtest-assets test-deps
 	@if [ ! -d "$(CONFORMANCE_DIR)/samples" ]; then \
 		echo "conformance corpus not found at $(CONFORMANCE_DIR): set CONFORMANCE_DIR to the upstream corpus (a folder with samples/ and examples/)"; \

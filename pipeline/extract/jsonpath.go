@@ -31,7 +31,29 @@ func compileJSONPath(path string) (evaluator, error) {
 	if err := jp.Parse(tmpl); err != nil {
 		return nil, fmt.Errorf("invalid JSONPath %q: %w", path, err)
 	}
-	return &templatePath{jp: jp, needs: templateReads(p.Root)}, nil
+	t := &templatePath{jp: jp, needs: templateReads(p.Root)}
+	if hasRange(p.Root) {
+		// client-go's JSONPath rewrites its parsed template while it walks
+		// a range and does not restore it: such a template is parsed for
+		// every evaluation, or only the first object would see it whole.
+		t.reparse = tmpl
+	}
+	return t, nil
+}
+
+// hasRange reports whether a template uses {range}.
+func hasRange(n jsonpath.Node) bool {
+	switch n := n.(type) {
+	case *jsonpath.ListNode:
+		for _, c := range n.Nodes {
+			if hasRange(c) {
+				return true
+			}
+		}
+	case *jsonpath.IdentifierNode:
+		return n.Name == "range"
+	}
+	return false
 }
 
 // step is one field name, or an index when field is empty.
@@ -98,10 +120,19 @@ func (w fieldWalk) eval(obj map[string]any) (any, bool, error) {
 type templatePath struct {
 	jp    *jsonpath.JSONPath
 	needs *projection.Set
+	// reparse, when set, is a template parsed for each evaluation.
+	reparse string
 }
 
 func (t *templatePath) eval(obj map[string]any) (any, bool, error) {
-	results, err := t.jp.FindResults(obj)
+	jp := t.jp
+	if t.reparse != "" {
+		jp = jsonpath.New("attribute").AllowMissingKeys(true)
+		if err := jp.Parse(t.reparse); err != nil {
+			return nil, false, err
+		}
+	}
+	results, err := jp.FindResults(obj)
 	if err != nil {
 		if strings.Contains(err.Error(), "not found") {
 			return nil, false, nil

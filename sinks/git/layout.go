@@ -99,6 +99,22 @@ func (l Layout) itemPath(id rows.Identity, r *rows.Row) (string, error) {
 		"{group}", s(group), "{kind}", s(kind), "{uid}", s(r.UID),
 		"{generation}", fmt.Sprint(id.Generation), "{extension}", l.extension(),
 	).Replace(tmpl)
+	clean, err := cleanPath(p)
+	if err != nil {
+		return "", fmt.Errorf("object %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return clean, nil
+}
+
+// documentFile is documentPath checked: a path inside the repository.
+func (l Layout) documentFile(id rows.Identity) (string, error) {
+	return cleanPath(l.documentPath(id))
+}
+
+// cleanPath turns a rendered template into a repository path: relative,
+// without empty segments, and never leaving the repository's root (no "."
+// or ".." segment, which a template or a value could otherwise produce).
+func cleanPath(p string) (string, error) {
 	var parts []string
 	for _, seg := range strings.Split(p, "/") {
 		switch seg {
@@ -110,7 +126,7 @@ func (l Layout) itemPath(id rows.Identity, r *rows.Row) (string, error) {
 		parts = append(parts, seg)
 	}
 	if len(parts) == 0 {
-		return "", fmt.Errorf("layout path for %s/%s is empty", r.Namespace, r.Name)
+		return "", fmt.Errorf("layout path %q is empty", p)
 	}
 	return path.Join(parts...), nil
 }
@@ -212,7 +228,8 @@ func (l Layout) renderIndex(snap *rows.Snapshot, files map[string]plumbing.Hash,
 	}
 	ip := l
 	ip.DocumentPath = l.IndexPath
-	return ip.documentPath(snap.Inventory), data, nil
+	p, err := ip.documentFile(snap.Inventory)
+	return p, data, err
 }
 
 // manifestKey finds the attribute holding an embedded manifest when every

@@ -227,7 +227,8 @@ func (s *Sink) wroteBefore(snap *rows.Snapshot, p string) bool {
 	}
 	l := s.cfg.Layout
 	if l.Mode != "perResource" {
-		return p == l.documentPath(snap.Inventory)
+		doc, _ := l.documentFile(snap.Inventory)
+		return p == doc
 	}
 	prefix := l.ownedPrefix(snap.Inventory)
 	return prefix != "" && strings.HasPrefix(p, prefix) && strings.HasSuffix(p, l.extension())
@@ -323,7 +324,11 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 		if err != nil {
 			return nil, 0, err
 		}
-		files[l.documentPath(snap.Inventory)] = h
+		p, err := l.documentFile(snap.Inventory)
+		if err != nil {
+			return nil, 0, err
+		}
+		files[p] = h
 		return files, int64(len(data)), nil
 	}
 	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
