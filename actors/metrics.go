@@ -21,6 +21,7 @@ type Metrics struct {
 	lastOK    *prometheus.GaugeVec
 	failures  *prometheus.GaugeVec
 	invItems  *prometheus.GaugeVec
+	rejected  *prometheus.GaugeVec
 	items     prometheus.Gauge
 }
 
@@ -53,11 +54,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed exports of a binding since its last success."}, []string{"inventory", "binding"}),
 		invItems: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_inventory_items",
 			Help: "Rows an inventory holds (what its next export carries)."}, []string{"inventory"}),
+		rejected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_sink_rows_rejected",
+			Help: "Rows a binding's backend refused and set aside in its last acknowledged export (a NUL PostgreSQL cannot store, a message over the broker's limit)."},
+			[]string{"inventory", "binding"}),
 		items: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kollect_collect_items_total",
 			Help: "Rows held by all targets."}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.invItems, m.items)
+		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items)
 	return m
 }
 
@@ -98,6 +102,7 @@ func (m *Metrics) ForgetBinding(inventory, binding string) {
 		m.circuit.DeleteLabelValues(inventory, binding)
 		m.lastOK.DeleteLabelValues(inventory, binding)
 		m.failures.DeleteLabelValues(inventory, binding)
+		m.rejected.DeleteLabelValues(inventory, binding)
 		m.written.DeletePartialMatch(prometheus.Labels{"inventory": inventory, "binding": binding})
 	}
 }
@@ -112,6 +117,14 @@ func (m *Metrics) Outcome(inventory, binding, sinkType string, written int, at i
 	if failures == 0 {
 		m.written.WithLabelValues(inventory, binding, sinkType).Add(float64(written))
 		m.lastOK.WithLabelValues(inventory, binding).Set(float64(at))
+	}
+}
+
+// Rejected records how many rows a binding's last acknowledged export set
+// aside.
+func (m *Metrics) Rejected(inventory, binding string, n int) {
+	if m != nil {
+		m.rejected.WithLabelValues(inventory, binding).Set(float64(n))
 	}
 }
 

@@ -19,6 +19,26 @@ type Ack struct {
 	Bytes    int64  // bytes written
 	Changed  bool   // false when the backend already held this content
 	Revision string // backend-specific: a commit hash, a version
+	// Rejected are rows the backend refused and set aside (a NUL character
+	// PostgreSQL cannot store, a message over the broker's size limit); the
+	// rest of the export went through. A rejected row is tried again when
+	// it changes.
+	Rejected []Rejection
+}
+
+// Rejection is one row a backend set aside, and why.
+type Rejection struct {
+	Key    string // the row's key: targetNamespace/targetName/uid
+	Reason string
+}
+
+// RejectedKeys lists at most n rejected keys, for status.
+func (a Ack) RejectedKeys(n int) []string {
+	out := make([]string, 0, min(n, len(a.Rejected)))
+	for _, r := range a.Rejected[:min(n, len(a.Rejected))] {
+		out = append(out, r.Key)
+	}
+	return out
 }
 
 // Backend is what a binding exports to. It receives the delta between the

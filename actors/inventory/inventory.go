@@ -57,12 +57,18 @@ type BindingReport struct {
 	Exported     int
 	// Written and Bytes are what the last acknowledged export wrote: rows,
 	// messages or files, and their bytes.
-	Written   int
-	Bytes     int64
-	Err       string
-	Permanent bool
-	Circuit   sink.Circuit
-	Failures  int
+	Written int
+	Bytes   int64
+	// Rejected counts the rows the backend set aside in the last
+	// acknowledged export; RejectedKeys names the first few, and Reason
+	// says why for the first.
+	Rejected       int
+	RejectedKeys   []string
+	RejectedReason string
+	Err            string
+	Permanent      bool
+	Circuit        sink.Circuit
+	Failures       int
 }
 
 // Report is the inventory's observed state.
@@ -94,6 +100,9 @@ type Reporter interface {
 }
 
 type flush struct{}
+
+// maxRejectedKeys bounds the rejected row keys a report names.
+const maxRejectedKeys = 5
 
 // maxLinks bounds the collect spans one export span links to.
 const maxLinks = 32
@@ -318,6 +327,10 @@ func (a *actorState) result(r *sink.Result) {
 		b.report.Err, b.report.Permanent = "", false
 		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
 		b.report.Written, b.report.Bytes = r.Ack.Written, r.Ack.Bytes
+		b.report.Rejected, b.report.RejectedKeys, b.report.RejectedReason = len(r.Ack.Rejected), r.Ack.RejectedKeys(maxRejectedKeys), ""
+		if len(r.Ack.Rejected) > 0 {
+			b.report.RejectedReason = r.Ack.Rejected[0].Reason
+		}
 	}
 	a.sendReport()
 }

@@ -262,6 +262,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.setCircuit(Closed)
 		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
+		a.metrics.Rejected(a.cfg.Inventory, a.cfg.Key, len(d.ack.Rejected))
 	} else {
 		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
 		class := "transient"

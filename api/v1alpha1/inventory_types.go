@@ -88,6 +88,22 @@ type InventorySinkExportStatus struct {
 	// lastExportBytes is the number of bytes that export sent.
 	// +optional
 	LastExportBytes *int64 `json:"lastExportBytes,omitempty"`
+	// rejectedCount is the number of rows the sink refused and set aside in
+	// the last acknowledged export (for example a NUL character PostgreSQL
+	// cannot store, or a message over the broker's size limit); the rest
+	// of the export went through. A rejected row is tried again when it
+	// changes.
+	// +optional
+	RejectedCount int32 `json:"rejectedCount,omitempty"`
+	// rejectedKeys names the first rejected rows (targetNamespace/
+	// targetName/uid).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	RejectedKeys []string `json:"rejectedKeys,omitempty"`
+	// rejectedReason says why the sink refused the first rejected row.
+	// +optional
+	RejectedReason string `json:"rejectedReason,omitempty"`
 	// consecutiveFailures counts failed exports since the last acknowledged
 	// one; the circuit opens after three.
 	// +optional

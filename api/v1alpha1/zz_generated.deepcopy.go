@@ -345,6 +345,11 @@ func (in *InventorySinkExportStatus) DeepCopyInto(out *InventorySinkExportStatus
 		*out = new(int64)
 		**out = **in
 	}
+	if in.RejectedKeys != nil {
+		in, out := &in.RejectedKeys, &out.RejectedKeys
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

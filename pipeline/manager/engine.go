@@ -57,6 +57,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
 	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
+	writer.Events = mgr.GetEventRecorder("kollect")
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/actors/inventory"
@@ -61,7 +63,32 @@ func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 		return nil
 	}
 	w.observe(key, inv.Status.Conditions)
-	return w.c.Status().Patch(ctx, &inv, client.MergeFrom(base))
+	if err := w.c.Status().Patch(ctx, &inv, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	w.announceRejections(&inv, base.Status.SinkExports, inv.Status.SinkExports)
+	return nil
+}
+
+// announceRejections records a Warning event on obj when a binding sets
+// rows aside that it did not before (or other rows): what status shows, in
+// the place `kubectl describe` and event pipelines look.
+func (w *Writer) announceRejections(obj runtime.Object, before, after []kollectv1alpha1.InventorySinkExportStatus) {
+	if w.Events == nil {
+		return
+	}
+	prev := map[string]string{}
+	for _, e := range before {
+		prev[e.Name] = strings.Join(e.RejectedKeys, ",")
+	}
+	for _, e := range after {
+		if e.RejectedCount == 0 || prev[e.Name] == strings.Join(e.RejectedKeys, ",") {
+			continue
+		}
+		w.Events.Eventf(obj, nil, corev1.EventTypeWarning, "RowsRejected", "Export",
+			"sink %s set aside %d row(s) it refused, first %s: %s; the rest of the export went through",
+			e.Name, e.RejectedCount, strings.Join(e.RejectedKeys, ", "), e.RejectedReason)
+	}
 }
 
 func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, rep *inventory.Report) error {
@@ -76,6 +103,7 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 	if !inventoryStatus(&s, v, rep) {
 		return nil
 	}
+	rejectedBefore := cs.SinkExports
 	cs.Conditions, cs.ObservedGeneration, cs.ItemCount, cs.ExportedCount = s.Conditions, s.ObservedGeneration, s.ItemCount, s.ExportedCount
 	cs.LastExportTime, cs.SinkExports, cs.TargetCount = s.LastExportTime, s.SinkExports, v.Targets
 	if rep != nil {
@@ -89,7 +117,11 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 		setCondition(&cs.Conditions, "ExportSucceeded", c.Status, c.Reason, c.Message, v.Generation)
 	}
 	w.observe(key, cs.Conditions)
-	return w.c.Status().Patch(ctx, &ci, client.MergeFrom(base))
+	if err := w.c.Status().Patch(ctx, &ci, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	w.announceRejections(&ci, rejectedBefore, cs.SinkExports)
+	return nil
 }
 
 // inventoryStatus composes an inventory status; false means wait for the
@@ -139,6 +171,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			n, w, by := int64(b.Exported), int64(b.Written), b.Bytes
 			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
 			e.LastWrittenCount, e.LastExportBytes = &w, &by
+			e.RejectedCount, e.RejectedKeys, e.RejectedReason = int32(b.Rejected), b.RejectedKeys, b.RejectedReason
 			if minCount == nil || n < *minCount {
 				minCount = &n
 			}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/events"
 	"sync"
 	"time"
 
@@ -45,6 +46,10 @@ type Writer struct {
 
 	degraded       *prometheus.GaugeVec
 	degradedReason map[Key]string // the reason each Degraded series carries
+
+	// Events, when set, records Warning events on inventories whose sinks
+	// set rows aside.
+	Events events.EventRecorder
 }
 
 // Kind is one of the reconciled kinds whose status the writer owns.

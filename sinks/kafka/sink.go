@@ -67,7 +67,7 @@ func New(cfg Config) (*Sink, error) {
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.ClientID("kollect"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5 * time.Millisecond),
-		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerBatchMaxBytes(4 << 20)}
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout), kgo.ProducerBatchMaxBytes(maxBatchBytes)}
 	var tc *tls.Config
 	if cfg.TLS || len(cfg.CA) > 0 || cfg.InsecureSkipVerify {
 		tc = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // only when the sink asks
@@ -200,10 +200,11 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		}
 	}
 	changes := events.Plan(scope, d, recovered)
-	recs := make([]*kgo.Record, len(changes))
+	recs := make([]*kgo.Record, 0, len(changes))
 	var bytes int64
+	var rejected []sinks.Rejection
 	now := time.Now()
-	for i, c := range changes {
+	for _, c := range changes {
 		r := &kgo.Record{Key: []byte(c.Key)}
 		for _, h := range scope.Headers(c) {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
@@ -211,8 +212,17 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		if c.Type == events.Upsert {
 			r.Value = scope.Body(c, now)
 		}
-		bytes += int64(len(r.Key) + len(r.Value))
-		recs[i] = r
+		size := len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+		if size > maxRecordBytes {
+			rejected = append(rejected, sinks.Rejection{Key: c.Key,
+				Reason: fmt.Sprintf("the message is %d bytes; brokers accept %d by default (max.message.bytes)", size, maxRecordBytes)})
+			continue
+		}
+		bytes += int64(size)
+		recs = append(recs, r)
 	}
 	if len(recs) > 0 {
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -220,8 +230,16 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		}
 	}
 	s.replayed = true
-	return sinks.Ack{Rows: len(d.Next.Rows), Written: len(changes), Bytes: bytes, Changed: len(changes) > 0}, nil
+	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(recs), Bytes: bytes, Changed: len(recs) > 0, Rejected: rejected}, nil
 }
+
+// A record batch must fit the broker's max.message.bytes (1,048,588 by
+// default): batches stay under it, and a single message over it is set
+// aside rather than failing every export of the binding.
+const (
+	maxBatchBytes  = 1_000_000
+	maxRecordBytes = maxBatchBytes - 1024 // batch and record framing
+)
 
 func (s *Sink) classify(op string, err error) error {
 	if errors.Is(err, sinks.ErrPermanent) {

@@ -206,13 +206,22 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	changes := events.Plan(scope, d, recovered)
 	futures := make([]jetstream.PubAckFuture, 0, len(changes))
 	var bytes int64
+	var rejected []sinks.Rejection
+	limit := js.Conn().MaxPayload()
 	now := time.Now()
 	for _, c := range changes {
 		m := natsgo.NewMsg(s.cfg.Subject)
+		size := 0
 		for _, h := range scope.Headers(c) {
 			m.Header.Set(h[0], h[1])
+			size += len(h[0]) + len(h[1]) + 4
 		}
 		m.Data = scope.Body(c, now)
+		if size += len(m.Data) + 128; limit > 0 && int64(size) > limit { // 128: the message id header and framing
+			rejected = append(rejected, sinks.Rejection{Key: c.Key,
+				Reason: fmt.Sprintf("the message is about %d bytes; the server accepts %d (max_payload)", size, limit)})
+			continue
+		}
 		bytes += int64(len(m.Data))
 		f, err := js.PublishMsgAsync(m, jetstream.WithMsgID(c.ID))
 		if err != nil {
@@ -230,7 +239,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 		}
 	}
 	s.replayed = true
-	return sinks.Ack{Rows: len(d.Next.Rows), Written: len(changes), Bytes: bytes, Changed: len(changes) > 0}, nil
+	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
 }
 
 // recover folds what the stream holds for scope.

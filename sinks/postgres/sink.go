@@ -144,9 +144,10 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	} else {
 		ack, err = w.delta(ctx, d)
 	}
-	if err == nil && ack.Rows != len(d.Next.Rows) && !d.Full() {
+	if err == nil && !d.Full() && ack.Rows != len(d.Next.Rows) && drifted(ack.Rows, d.Next.Rows) {
 		// The table does not hold what this sink last wrote (someone
-		// edited it): reconcile against the whole snapshot.
+		// edited it): reconcile against the whole snapshot. A row set
+		// aside may or may not have an older version in the table.
 		var again sinks.Ack
 		again, err = w.full(ctx, d.Next.Rows)
 		ack.Written += again.Written
@@ -161,6 +162,14 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	}
 	ack.Changed = ack.Written > 0
 	return ack, nil
+}
+
+// drifted reports whether a table holding n rows for the inventory cannot
+// be what this sink wrote for rs: every storable row, and perhaps an older
+// version of each row set aside.
+func drifted(n int, rs []*rows.Row) bool {
+	_, refused := storable(rs)
+	return n > len(rs) || n < len(rs)-len(refused)
 }
 
 // prepare provisions the table once (ensure mode) and learns its primary

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -90,15 +91,45 @@ func (w *writer) count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// storable splits rows into those PostgreSQL can store and those it
+// refuses: jsonb cannot hold the NUL character (\u0000), and one such row
+// would fail the whole COPY, every time.
+func storable(rs []*rows.Row) ([]*rows.Row, []sinks.Rejection) {
+	var bad []sinks.Rejection
+	for _, r := range rs {
+		if bytes.Contains(r.JSON(), []byte(`\u0000`)) {
+			bad = append(bad, sinks.Rejection{Key: r.Key().String(), Reason: "a value holds a NUL character (\\u0000), which PostgreSQL jsonb cannot store"})
+		}
+	}
+	if len(bad) == 0 {
+		return rs, nil
+	}
+	ok := make([]*rows.Row, 0, len(rs)-len(bad))
+	for _, r := range rs {
+		if !bytes.Contains(r.JSON(), []byte(`\u0000`)) {
+			ok = append(ok, r)
+		}
+	}
+	return ok, bad
+}
+
 // full writes every row and deletes the inventory's rows (of this
-// cluster) that the snapshot does not hold.
-func (w *writer) full(ctx context.Context, rs []*rows.Row) (sinks.Ack, error) {
+// cluster) that the snapshot does not hold. A row set aside keeps what the
+// table held for it.
+func (w *writer) full(ctx context.Context, all []*rows.Row) (sinks.Ack, error) {
+	rs, rejected := storable(all)
+	keepTargets, keepUIDs := make([]string, 0, len(rejected)), make([]string, 0, len(rejected))
+	for _, r := range all {
+		if len(rejected) > 0 && bytes.Contains(r.JSON(), []byte(`\u0000`)) {
+			keepTargets, keepUIDs = append(keepTargets, r.TargetName), append(keepUIDs, r.UID)
+		}
+	}
 	// The table may hold rows inserted in this very transaction, which its
 	// statistics do not show; a nested-loop plan would then be quadratic.
 	if _, err := w.tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
 		return sinks.Ack{}, fmt.Errorf("plan settings: %w", err)
 	}
-	bytes, err := w.stage(ctx, rs)
+	written, err := w.stage(ctx, rs)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
@@ -108,8 +139,10 @@ func (w *writer) full(ctx context.Context, rs []*rows.Row) (sinks.Ack, error) {
 	}
 	tag, err := w.tx.Exec(ctx, `DELETE FROM `+w.table+` t
 WHERE t.inventory_namespace = $1 AND t.inventory_name = $2 AND t.cluster = $3
-  AND NOT EXISTS (SELECT 1 FROM kollect_export_staging s WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)`,
-		w.id.Namespace, w.id.Name, w.cluster)
+  AND NOT EXISTS (SELECT 1 FROM kollect_export_staging s WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)
+  AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(target_name, source_uid)
+                  WHERE k.target_name = t.target_name AND k.source_uid = t.source_uid)`,
+		w.id.Namespace, w.id.Name, w.cluster, keepTargets, keepUIDs)
 	if err != nil {
 		return sinks.Ack{}, fmt.Errorf("delete stale rows: %w", err)
 	}
@@ -117,14 +150,16 @@ WHERE t.inventory_namespace = $1 AND t.inventory_name = $2 AND t.cluster = $3
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	return sinks.Ack{Rows: n, Written: int(up + tag.RowsAffected()), Bytes: bytes}, nil
+	return sinks.Ack{Rows: n, Written: int(up + tag.RowsAffected()), Bytes: written, Rejected: rejected}, nil
 }
 
 // delta writes only what changed since the last acknowledged export.
 func (w *writer) delta(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	var ack sinks.Ack
-	if len(d.Upserts) > 0 {
-		bytes, err := w.stage(ctx, d.Upserts)
+	ups, rejected := storable(d.Upserts)
+	ack.Rejected = rejected
+	if len(ups) > 0 {
+		bytes, err := w.stage(ctx, ups)
 		if err != nil {
 			return ack, err
 		}
