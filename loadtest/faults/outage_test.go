@@ -252,6 +252,18 @@ func TestFlappingPublishesEveryChange(t *testing.T) {
 			t.Errorf("%s carries %v, want the creation and three changes: A B A B", s.name, got)
 		}
 	}
+	// Deleting the inventory removes its Git mirror from the volume.
+	mirrors := filepath.Join(r.dir, "mirrors")
+	if left, _ := os.ReadDir(mirrors); len(left) == 0 {
+		t.Fatal("no Git mirror under KOLLECT_GIT_MIRROR_DIR while the inventory exists")
+	}
+	r.teardown()
+	eventually(t, 20*time.Second, "the deleted inventory's Git mirror is removed", func() error {
+		if left, _ := os.ReadDir(mirrors); len(left) > 0 {
+			return fmt.Errorf("%d mirror(s) left", len(left))
+		}
+		return nil
+	})
 }
 
 // TestLeaderChangeChangesNothing hands leadership from one manager to a

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type Cache struct {
 type built struct {
 	fingerprint string
 	backend     sinks.Backend
+	dir         string // its state (a Git mirror) under StateDir, or ""
 }
 
 func (c *Cache) lookup(owner, fingerprint string) sinks.Backend {
@@ -41,7 +43,7 @@ func (c *Cache) lookup(owner, fingerprint string) sinks.Backend {
 	return nil
 }
 
-func (c *Cache) store(owner, fingerprint string, b sinks.Backend) sinks.Backend {
+func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) sinks.Backend {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.built == nil {
@@ -50,18 +52,24 @@ func (c *Cache) store(owner, fingerprint string, b sinks.Backend) sinks.Backend 
 	if old, ok := c.built[owner]; ok {
 		closeBackend(old.backend)
 	}
-	c.built[owner] = built{fingerprint: fingerprint, backend: b}
+	// A rebuilt backend (new credentials, a new sink generation) keeps
+	// the state directory; only a forgotten owner loses it.
+	c.built[owner] = built{fingerprint: fingerprint, backend: b, dir: dir}
 	return b
 }
 
 // Forget drops (and closes) the backends of an owner ("namespace/name")
-// that is gone.
+// that is gone, and removes their state directories: a deleted
+// inventory's Git mirrors do not stay on the volume.
 func (c *Cache) Forget(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, b := range c.built {
 		if strings.HasPrefix(key, owner+"|") {
 			closeBackend(b.backend)
+			if b.dir != "" {
+				_ = os.RemoveAll(b.dir)
+			}
 			delete(c.built, key)
 		}
 	}
@@ -94,7 +102,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
-	return c.store(owner, fp, b)
+	return c.store(owner, fp, b, dir)
 }
 
 // failing returns a backend whose exports fail permanently with msg, kept
@@ -104,7 +112,7 @@ func (c *Cache) failing(owner, msg string) sinks.Backend {
 	if b := c.lookup(owner, fp); b != nil {
 		return b
 	}
-	return c.store(owner, fp, failing{err: sinks.Permanent(errors.New(msg))})
+	return c.store(owner, fp, failing{err: sinks.Permanent(errors.New(msg))}, "")
 }
 
 type failing struct{ err error }

@@ -48,6 +48,9 @@ type Sink struct {
 	js       jetstream.JetStream
 	stream   jetstream.Stream // ensured once per connection; dropped after a failed export
 	replayed bool
+	// sinceCheckpoint counts, per scope, the messages published since its
+	// last checkpoint.
+	sinceCheckpoint map[string]int
 }
 
 var _ sinks.Backend = (*Sink)(nil)
@@ -199,7 +202,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
 	var recovered events.State
 	if d.Full() && !(s.cfg.Replay && !s.replayed) {
-		if recovered, err = s.recover(apiCtx, st, scope); err != nil {
+		if recovered, err = s.recover(apiCtx, js, st, scope); err != nil {
 			return sinks.Ack{}, err
 		}
 	}
@@ -229,9 +232,11 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 		}
 		futures = append(futures, f)
 	}
+	var seq uint64 // the stream sequence of the last message published
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case pa := <-f.Ok():
+			seq = max(seq, pa.Sequence)
 		case err := <-f.Err():
 			return sinks.Ack{}, s.classify("publish", err)
 		case <-ctx.Done():
@@ -239,20 +244,32 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 		}
 	}
 	s.replayed = true
+	// Best effort: without a checkpoint, recovery reads more history.
+	_ = s.maybeCheckpoint(apiCtx, js, scope, d.Next, rejected, len(futures), seq)
 	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
 }
 
-// recover folds what the stream holds for scope.
-func (s *Sink) recover(ctx context.Context, st jetstream.Stream, scope events.Scope) (events.State, error) {
-	state := events.State{}
+// recover folds what the stream holds for scope: its checkpoint, when it
+// has a usable one, and the messages after it; otherwise the whole history.
+func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, scope events.Scope) (events.State, error) {
 	info, err := st.Info(ctx)
 	if err != nil {
 		return nil, s.classify("read stream", err)
 	}
-	if info.State.Msgs == 0 {
+	state := events.State{}
+	start := info.State.FirstSeq
+	cp, err := s.readCheckpoint(ctx, js, scope, info.State.FirstSeq)
+	if err != nil {
+		return nil, s.classify("read checkpoint", err)
+	}
+	if cp != nil {
+		state, start = cp.State, cp.Seq+1
+	}
+	if info.State.Msgs == 0 || start > info.State.LastSeq {
 		return state, nil
 	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject}})
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
 	if err != nil {
 		return nil, s.classify("read back stream", err)
 	}
