@@ -112,18 +112,7 @@ func freeze(t *testing.T, ns string, args []string) {
 	r := newRig(t, ns, args...)
 	r.apply()
 	n := min(objects(), 1000)
-	want := state{}
-	for i := range n {
-		want[name(i)] = "v1"
-	}
-	if err := r.write(ctx, 0, n, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	first := r.waitConverged(ctx, want, 5*time.Minute)
-	if err := r.auditPostgres(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, first := r.seed(ctx, n)
 	stop := r.churn(n)
 	time.Sleep(2 * time.Second)
 	pid := apiServerPID(t)
@@ -166,18 +155,7 @@ func TestSinkOutageLosesNothing(t *testing.T) {
 	r := newRig(t, "faults-sinks")
 	r.apply()
 	n := min(objects(), 1000)
-	want := state{}
-	for i := range n {
-		want[name(i)] = "v1"
-	}
-	if err := r.write(ctx, 0, n, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	first := r.waitConverged(ctx, want, 5*time.Minute)
-	if err := r.auditPostgres(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, first := r.seed(ctx, n)
 	stop := r.churn(n)
 	time.Sleep(time.Second)
 	away := r.bare + ".away"
@@ -275,19 +253,8 @@ func TestLeaderChangeChangesNothing(t *testing.T) {
 		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=1s")
 	r.apply()
 	n := min(objects(), 1000)
-	want := state{}
-	for i := range n {
-		want[name(i)] = "v1"
-	}
-	if err := r.write(ctx, 0, n, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
+	want, before := r.seed(ctx, n)
 	leader := r.op
-	before := r.waitConverged(ctx, want, 5*time.Minute)
-	if err := r.auditPostgres(ctx); err != nil {
-		t.Fatal(err)
-	}
 	r.start() // the standby
 	standby := r.op
 	r.op = leader

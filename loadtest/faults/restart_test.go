@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"kollect.dev/kollect/pipeline/testenv"
 )
 
 // waitConverged waits until every sink holds exactly want, and returns
@@ -27,17 +29,27 @@ func (r *rig) waitConverged(ctx context.Context, want state, timeout time.Durati
 
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (after %s): %v", what, timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
+	testenv.Eventually(t, timeout, what, check)
+}
+
+// seed creates n ConfigMaps at v1, starts the operator, waits until every
+// sink holds them and starts recording Postgres writes: the state every
+// scenario starts from.
+func (r *rig) seed(ctx context.Context, n int) (state, *history) {
+	r.t.Helper()
+	want := state{}
+	for i := range n {
+		want[name(i)] = "v1"
 	}
+	if err := r.write(ctx, 0, n, "v1"); err != nil {
+		r.t.Fatal(err)
+	}
+	r.start()
+	h := r.waitConverged(ctx, want, 5*time.Minute)
+	if err := r.auditPostgres(ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	return want, h
 }
 
 // noRowEverDropped walks every commit after the first `from` and fails when
@@ -75,18 +87,7 @@ func TestRestartChangesNothingInAnySink(t *testing.T) {
 	r := newRig(t, "faults-restart")
 	r.apply()
 	n := objects()
-	want := state{}
-	for i := range n {
-		want[name(i)] = "v1"
-	}
-	if err := r.write(ctx, 0, n, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	before := r.waitConverged(ctx, want, 5*time.Minute)
-	if err := r.auditPostgres(ctx); err != nil {
-		t.Fatal(err)
-	}
+	want, before := r.seed(ctx, n)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			r.t = t
@@ -138,18 +139,7 @@ func TestKilledMidExportLosesAndDropsNothing(t *testing.T) {
 	r := newRig(t, "faults-kill")
 	r.apply()
 	n := objects()
-	want := state{}
-	for i := range n {
-		want[name(i)] = "v1"
-	}
-	if err := r.write(ctx, 0, n, "v1"); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	first := r.waitConverged(ctx, want, 5*time.Minute)
-	if err := r.auditPostgres(ctx); err != nil {
-		t.Fatal(err)
-	}
+	want, first := r.seed(ctx, n)
 	for i, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		version := fmt.Sprintf("v%d", i+2)
 		commits := len(gitCommits(r.bare))
