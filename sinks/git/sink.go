@@ -44,6 +44,9 @@ type Config struct {
 	ForcePush       bool
 	SinkName        string
 	MirrorDir       string // local mirror; default a temp dir
+	// GCEvery is how many commits pass between two collections of the
+	// mirror's garbage (default 200).
+	GCEvery int
 	Layout          Layout
 }
 
@@ -59,6 +62,7 @@ type Sink struct {
 	lastFlat   map[string]entry
 	written    map[string]bool
 	rendered   map[*rows.Row]renderedFile
+	commits    int // made by this process, for garbage collection
 }
 
 type entry struct {
@@ -191,6 +195,8 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	}
 	s.remember(commit, next, written)
 	ack.Changed, ack.Revision = true, commit.String()
+	// Pushed: a failed collection costs disk, never the export.
+	_ = s.maybeCollectGarbage()
 	return ack, nil
 }
 

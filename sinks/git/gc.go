@@ -1,0 +1,42 @@
+package git
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+
+	"kollect.dev/kollect/pipeline/rows"
+)
+
+// gcEvery is how many commits a sink makes between two collections of its
+// mirror's garbage.
+const gcEvery = 200
+
+// collectGarbage deletes the mirror's loose objects that no reference
+// reaches: what failed, rejected or superseded exports wrote. The mirror
+// then holds what the remote holds, however long the churn. It runs right
+// after a successful push, under the export lock, and drops the render
+// cache, whose blobs may be among the garbage.
+func (s *Sink) collectGarbage() error {
+	err := s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
+	s.rendered = map[*rows.Row]renderedFile{}
+	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
+		return fmt.Errorf("git mirror gc: %w", err)
+	}
+	return nil
+}
+
+// maybeCollectGarbage counts a commit and collects garbage every
+// cfg.GCEvery commits (gcEvery by default).
+func (s *Sink) maybeCollectGarbage() error {
+	every := s.cfg.GCEvery
+	if every <= 0 {
+		every = gcEvery
+	}
+	if s.commits++; s.commits%every != 0 {
+		return nil
+	}
+	return s.collectGarbage()
+}
