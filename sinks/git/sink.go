@@ -47,7 +47,7 @@ type Config struct {
 	// GCEvery is how many commits pass between two collections of the
 	// mirror's garbage (default 200).
 	GCEvery int
-	Layout          Layout
+	Layout  Layout
 }
 
 // Sink exports snapshots to one branch of one remote.
