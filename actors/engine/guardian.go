@@ -24,7 +24,9 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *spawnChild:
 		ctx.Respond(ctx.Spawn(msg.props))
 	case *actor.Terminated:
-		g.stopped(msg.Who)
+		// Off the guardian's goroutine: the engine may be waiting, under
+		// its lock, for this guardian to spawn a child.
+		go g.stopped(msg.Who)
 	}
 }
 
