@@ -120,7 +120,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 
 	objs := newObjects(o.Objects, o.Namespaces, o.DeploymentShare)
 	res := &ClusterResult{Objects: o.Objects, Deployments: objs.deployments()}
-	smp := startSampler(op.cmd.Process.Pid, fromEndpoint(op.metrics), 250*time.Millisecond)
+	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), 250*time.Millisecond)
 	logf("creating %d objects (%d Deployments, the rest ConfigMaps) in %d namespaces", o.Objects, res.Deployments, o.Namespaces)
 	start := time.Now()
 	if err := createObjects(ctx, c, objs, o.CreateRate); err != nil {
@@ -158,7 +158,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	}
 	if res.HeapProfile, err = op.heapProfile(); err != nil {
 		logf("%v", err)
-	} else if live, err := scrapeGauge(op.metrics, "go_memstats_heap_alloc_bytes"); err == nil {
+	} else if live, err := scrapeGauge(op.MetricsAddr, "go_memstats_heap_alloc_bytes"); err == nil {
 		res.LiveHeapBytes = int64(live) // read right after the profile's collection
 	}
 
