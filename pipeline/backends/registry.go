@@ -2,7 +2,9 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +79,14 @@ func gitFactory(policy endpoint.Policy) Factory {
 		if err != nil {
 			return nil, err
 		}
-		if err := policy.CheckURL(ctx, url, "https", "http", "ssh", "file"); err != nil {
+		schemes := []string{"https", "http", "ssh"}
+		if policy.AllowLoopback {
+			schemes = append(schemes, "file") // a repository on the operator's own disk: development only
+		} else if strings.HasPrefix(url, "file://") {
+			return nil, sinks.Permanent(errors.New("file:// remotes name a repository on the operator's own disk and are refused; " +
+				"use an https:// or ssh:// remote (file:// is only for local development, with --dev-allow-loopback-sinks)"))
+		}
+		if err := policy.CheckURL(ctx, url, schemes...); err != nil {
 			return nil, err
 		}
 		cfg, err := git.FromSpec(s.Name, &s.Spec, creds.Data, dir)
@@ -99,7 +108,7 @@ func postgresFactory(policy endpoint.Policy) Factory {
 		if err != nil {
 			return nil, err
 		}
-		cfg.CheckHost = policy.CheckHost
+		cfg.Dial = guardedDial(policy)
 		return postgres.New(cfg)
 	}
 }
@@ -112,7 +121,7 @@ func natsFactory(policy endpoint.Policy) Factory {
 		if err := policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
 			return nil, err
 		}
-		cfg.CheckHost = policy.CheckHost
+		cfg.Dial = guardedDial(policy)
 		return nats.New(cfg)
 	}
 }
@@ -122,7 +131,19 @@ func kafkaFactory(policy endpoint.Policy) Factory {
 		s := obj.(*kollectv1alpha1.KollectEventSink)
 		cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
 		cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
-		cfg.CheckHost = policy.CheckHost
+		cfg.Dial = guardedDial(policy)
 		return kafka.New(cfg)
+	}
+}
+
+// guardedDial dials through the endpoint policy, which checks the address
+// actually connected to; a refusal is permanent (retrying cannot fix it).
+func guardedDial(policy endpoint.Policy) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := policy.DialContext(ctx, network, addr)
+		if errors.Is(err, endpoint.ErrForbidden) {
+			return nil, sinks.Permanent(err)
+		}
+		return c, err
 	}
 }

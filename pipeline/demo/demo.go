@@ -111,7 +111,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if out, err := git("", "init", "--bare", "-q", "-b", "main", res.Repo); err != nil {
 		return nil, fmt.Errorf("git init: %v: %s", err, out)
 	}
-	mgr, err := env.StartManager("--zap-log-level=error", "--export-batch-window=500ms")
+	// The demo's repository is a local bare one (file://): a development
+	// setting the operator refuses unless told.
+	mgr, err := env.StartManager("--zap-log-level=error", "--export-batch-window=500ms", "--dev-allow-loopback-sinks")
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,9 @@ func (p Policy) CheckURL(ctx context.Context, raw string, schemes ...string) err
 	return p.CheckHost(ctx, u.Hostname())
 }
 
-// CheckHost validates a host name or literal address.
-func (p Policy) CheckHost(ctx context.Context, host string) error {
+// CheckHostName refuses host names that stand for loopback or a metadata
+// service, without resolving them.
+func (p Policy) CheckHostName(host string) error {
 	if host == "" {
 		return fmt.Errorf("endpoint has no host")
 	}
@@ -65,6 +66,15 @@ func (p Policy) CheckHost(ctx context.Context, host string) error {
 	if strings.HasSuffix(h, ".localhost") && !p.AllowLoopback {
 		return fmt.Errorf("endpoint host %q is not allowed (loopback)", host)
 	}
+	return nil
+}
+
+// CheckHost validates a host name or literal address, resolving the name.
+func (p Policy) CheckHost(ctx context.Context, host string) error {
+	if err := p.CheckHostName(host); err != nil {
+		return err
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(h); err == nil {
 		addrs = []netip.Addr{a}
@@ -87,7 +97,37 @@ func (p Policy) CheckHost(ctx context.Context, host string) error {
 	return nil
 }
 
+// IPv6 forms that carry an IPv4 address: NAT64 (the well-known and the
+// local-use prefixes) and 6to4. The IPv4 address inside is checked too, so
+// the metadata service is not reachable as 64:ff9b::a9fe:a9fe.
+var (
+	nat64Prefixes = []netip.Prefix{netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48")}
+	sixToFour     = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 returns the IPv4 address a NAT64 or 6to4 address carries.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	for _, p := range nat64Prefixes {
+		if p.Contains(a) {
+			return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+		}
+	}
+	if sixToFour.Contains(a) {
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
 func (p Policy) checkAddr(a netip.Addr) error {
+	if v4, ok := embeddedIPv4(a); ok {
+		if err := p.checkAddr(v4); err != nil {
+			return fmt.Errorf("address %s carries %s: %w", a, v4, err)
+		}
+	}
 	switch {
 	case a.IsLoopback():
 		if p.AllowLoopback {

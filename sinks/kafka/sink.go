@@ -37,9 +37,9 @@ type Config struct {
 	TLS                bool
 	CA                 []byte
 	InsecureSkipVerify bool
-	// CheckHost vets every broker host before it is dialled; nil accepts
-	// all.
-	CheckHost func(ctx context.Context, host string) error
+	// Dial connects to a broker; nil uses a plain dialer. The operator
+	// passes one that refuses forbidden endpoints at the address dialled.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// DeliveryTimeout bounds how long a record is retried (default 10s).
 	DeliveryTimeout time.Duration
 }
@@ -79,26 +79,28 @@ func New(cfg Config) (*Sink, error) {
 			tc.RootCAs = pool
 		}
 	}
-	check := cfg.CheckHost
+	dial := cfg.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
 	opts = append(opts, kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
-		if check != nil {
-			h, _, err := net.SplitHostPort(host)
-			if err != nil {
-				h = host
-			}
-			if err := check(ctx, h); err != nil {
-				return nil, sinks.Permanent(err)
-			}
-		}
-		d := &net.Dialer{Timeout: 10 * time.Second}
 		if tc == nil {
-			return d.DialContext(ctx, network, host)
+			return dial(ctx, network, host)
 		}
 		c := tc.Clone()
 		if c.ServerName == "" {
 			c.ServerName, _, _ = net.SplitHostPort(host)
 		}
-		return (&tls.Dialer{NetDialer: d, Config: c}).DialContext(ctx, network, host)
+		raw, err := dial(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		conn := tls.Client(raw, c)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
 	}))
 	if cfg.Username != "" {
 		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.Username, Pass: cfg.Password}.AsSha256Mechanism()))

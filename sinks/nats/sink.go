@@ -35,8 +35,10 @@ type Config struct {
 	Token, Username, Password string
 	CA                        []byte
 	InsecureSkipVerify        bool
-	// CheckHost vets the server's host before every dial; nil accepts all.
-	CheckHost func(ctx context.Context, host string) error
+	// Dial connects to the server, on every (re)connection; nil uses a
+	// plain dialer. The operator passes one that refuses forbidden
+	// endpoints at the address dialled.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Sink publishes row changes to JetStream.
@@ -87,7 +89,7 @@ func (s *Sink) connect(ctx context.Context) (jetstream.JetStream, error) {
 		return s.js, nil
 	}
 	opts := []natsgo.Option{natsgo.Name("kollect"), natsgo.MaxReconnects(-1), natsgo.ReconnectWait(250 * time.Millisecond),
-		natsgo.Timeout(5 * time.Second), natsgo.SetCustomDialer(dialer{check: s.cfg.CheckHost})}
+		natsgo.Timeout(5 * time.Second), natsgo.SetCustomDialer(dialer{dial: s.cfg.Dial})}
 	switch {
 	case s.cfg.Token != "":
 		opts = append(opts, natsgo.Token(s.cfg.Token))
@@ -320,20 +322,14 @@ func (s *Sink) classify(op string, err error) error {
 
 // dialer applies the endpoint guard to every (re)connection.
 type dialer struct {
-	check func(ctx context.Context, host string) error
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (d dialer) Dial(network, address string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if d.check != nil {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			host = address
-		}
-		if err := d.check(ctx, host); err != nil {
-			return nil, sinks.Permanent(err)
-		}
+	if d.dial != nil {
+		return d.dial(ctx, network, address)
 	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, address)

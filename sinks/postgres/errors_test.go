@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,8 +57,8 @@ func TestErrorsSayWhatToFix(t *testing.T) {
 		{name: "server that is not there", cfg: postgres.Config{DSN: "postgres://u:p@127.0.0.1:1/db?connect_timeout=2", Table: "t"}, want: "postgres"},
 		{name: "TLS required but not offered", cfg: postgres.Config{DSN: strings.Replace(srv.DSN(""), "sslmode=disable", "sslmode=require", 1), Table: "t"},
 			permanent: true, want: "does not offer TLS"},
-		{name: "endpoint guard", cfg: postgres.Config{DSN: srv.DSN(""), Table: "t", CheckHost: func(context.Context, string) error {
-			return errors.New("loopback addresses are not allowed as sink endpoints")
+		{name: "endpoint guard", cfg: postgres.Config{DSN: srv.DSN(""), Table: "t", Dial: func(context.Context, string, string) (net.Conn, error) {
+			return nil, sinks.Permanent(errors.New("loopback addresses are not allowed as sink endpoints"))
 		}}, permanent: true, want: "not allowed as sink endpoints"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

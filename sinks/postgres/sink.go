@@ -32,9 +32,10 @@ type Config struct {
 	// CA verifies the server certificate; InsecureSkipVerify skips it.
 	CA                 []byte
 	InsecureSkipVerify bool
-	// CheckHost vets every host the DSN names before it is dialled (the
-	// endpoint guard); nil accepts all.
-	CheckHost func(ctx context.Context, host string) error
+	// Dial connects to the server; nil uses pgx's dialer. The operator
+	// passes one that refuses forbidden endpoints at the address dialled;
+	// a refusal it marks permanent stays permanent.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Sink writes inventories into one table.
@@ -67,16 +68,16 @@ func New(cfg Config) (*Sink, error) {
 	if err := configureTLS(pc, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.CheckHost != nil {
-		check := cfg.CheckHost
-		dial := pc.ConnConfig.DialFunc
+	if cfg.Dial != nil {
+		// The dialer resolves names itself, so what it vets is what it
+		// connects to.
+		pc.ConnConfig.LookupFunc = func(_ context.Context, host string) ([]string, error) { return []string{host}, nil }
+		dial, guarded := pc.ConnConfig.DialFunc, cfg.Dial
 		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if host, _, err := net.SplitHostPort(addr); err == nil && network != "unix" {
-				if err := check(ctx, host); err != nil {
-					return nil, sinks.Permanent(err)
-				}
+			if network == "unix" {
+				return dial(ctx, network, addr)
 			}
-			return dial(ctx, network, addr)
+			return guarded(ctx, network, addr)
 		}
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
