@@ -31,7 +31,7 @@ func TestEveryBackendDialsThroughTheGuard(t *testing.T) {
 	loopbackDNS := func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
-	dial := guardedDial(endpoint.Policy{AllowPrivate: true, Lookup: loopbackDNS})
+	dial := GuardedDial(endpoint.Policy{AllowPrivate: true, Lookup: loopbackDNS})
 	port := func(addr string) string {
 		if i := strings.LastIndex(addr, ":"); i >= 0 {
 			return addr[i+1:]

@@ -108,7 +108,7 @@ func postgresFactory(policy endpoint.Policy) Factory {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Dial = guardedDial(policy)
+		cfg.Dial = GuardedDial(policy)
 		return postgres.New(cfg)
 	}
 }
@@ -121,7 +121,7 @@ func natsFactory(policy endpoint.Policy) Factory {
 		if err := policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
 			return nil, err
 		}
-		cfg.Dial = guardedDial(policy)
+		cfg.Dial = GuardedDial(policy)
 		return nats.New(cfg)
 	}
 }
@@ -131,14 +131,14 @@ func kafkaFactory(policy endpoint.Policy) Factory {
 		s := obj.(*kollectv1alpha1.KollectEventSink)
 		cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
 		cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
-		cfg.Dial = guardedDial(policy)
+		cfg.Dial = GuardedDial(policy)
 		return kafka.New(cfg)
 	}
 }
 
-// guardedDial dials through the endpoint policy, which checks the address
+// GuardedDial dials through the endpoint policy, which checks the address
 // actually connected to; a refusal is permanent (retrying cannot fix it).
-func guardedDial(policy endpoint.Policy) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func GuardedDial(policy endpoint.Policy) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := policy.DialContext(ctx, network, addr)
 		if errors.Is(err, endpoint.ErrForbidden) {

@@ -24,6 +24,7 @@ import (
 	"kollect.dev/kollect/pipeline/controllers/target"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/status"
+	"kollect.dev/kollect/sinks/git"
 )
 
 // engineRunnable runs the collection engine while this replica leads.
@@ -80,6 +81,8 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
 	policy := endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}
+	// Git over HTTP(S) dials through the same guard as every other backend.
+	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
 	resolver := &inventory.Resolver{Client: mgr.GetClient(),
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
