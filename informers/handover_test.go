@@ -94,3 +94,31 @@ func TestRebuiltInformerHandsOverToEverySubscriber(t *testing.T) {
 	m.Release(gvr, "a")
 	m.Release(gvr, "b")
 }
+
+// A subscriber that widens the informer but cannot wait for it to list
+// gives up; the running informer serves the subscriber already there
+// again: it is asked to list, and later events still reach it.
+func TestAnAbandonedRebuildFallsBackToTheRunningInformer(t *testing.T) {
+	ctx := context.Background()
+	createCM(t, "fallback", "before")
+	m := newManager(t)
+	a := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
+	gvr, _, err := m.Acquire(ctx, configMaps, "a", "fallback", nil, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b asks for every namespace (a rebuild) but gives up at once.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	b := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
+	if _, _, err := m.Acquire(gone, configMaps, "b", "", nil, b); err == nil {
+		t.Fatal("an Acquire whose context is done succeeded")
+	}
+	waitFor(t, "the remaining subscriber is asked to list again", func() bool { return a.count() > 0 })
+	createCM(t, "fallback", "after")
+	waitFor(t, "events of the running informer reach the remaining subscriber", func() bool {
+		_, ok := a.get("fallback/after")
+		return ok
+	})
+	m.Release(gvr, "a")
+}

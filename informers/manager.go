@@ -45,18 +45,15 @@ type entry struct {
 	view       atomic.Pointer[[]sub] // copy of subs read by event handlers without the lock
 	count      atomic.Int64
 
-	// current is the generation whose store subscribers read; next, when
-	// set, is its replacement, listing. A rebuilt informer hands over in
-	// one step: the new generation dispatches events at once (the old one
-	// stops), the old store stays readable and running until the new one
-	// has synced, then the store swaps and every subscriber is asked to
-	// list again, so no target reads a stopped cache and deletes made
-	// during the swap are not lost.
-	current atomic.Pointer[generation]
-	next    *generation
-	// newest mirrors latest() for event handlers, which run without the
-	// lock.
-	newest atomic.Pointer[generation]
+	// current is the generation whose store subscribers read; newest is
+	// the one events come from: the same, or its replacement while that
+	// lists. A rebuilt informer hands over in one step: the new generation
+	// dispatches events at once (the old one stops), the old store stays
+	// readable and running until the new one has synced, then the store
+	// swaps and every subscriber is asked to list again, so no target reads
+	// a stopped cache and deletes made during the swap are not lost. Both
+	// change only under the manager's lock; handlers read newest without it.
+	current, newest atomic.Pointer[generation]
 }
 
 // generation is one run of an informer for one namespace scope and one
@@ -70,14 +67,13 @@ type generation struct {
 	abandoned chan struct{} // closed when it is replaced before it became current
 }
 
-func (e *entry) latestUnlocked() *generation { return e.newest.Load() }
-
-// latest is the generation the entry is moving to (next) or has (current).
-func (e *entry) latest() *generation {
-	if e.next != nil {
-		return e.next
+// pending is the generation that is listing to replace the current one,
+// or nil.
+func (e *entry) pending() *generation {
+	if g := e.newest.Load(); g != e.current.Load() {
+		return g
 	}
-	return e.current.Load()
+	return nil
 }
 
 // reads is the union of what the subscribers read.
@@ -146,37 +142,24 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 	e.subs[id] = sub{s: s, namespace: namespace, reads: reads}
 	e.publish()
 	want := e.desiredNamespace()
-	if g := e.latest(); g == nil || want != g.namespace || !g.kept.Covers(reads) {
+	if g := e.newest.Load(); g == nil || want != g.namespace || !g.kept.Covers(reads) {
 		m.restartLocked(e, want)
 	}
-	g := e.latest()
 	m.mu.Unlock()
 
 	syncCtx, cancel := context.WithTimeout(ctx, m.syncWait)
 	defer cancel()
-	select {
-	case <-g.swapped:
-		return gvr, entryStore{e}, nil
-	case <-g.abandoned:
-		// A later subscriber rebuilt the informer again; wait for that one.
-		return m.waitCurrent(syncCtx, gvr, id, e)
-	case <-syncCtx.Done():
-		m.Release(gvr, id)
-		return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
-	}
-}
-
-// waitCurrent waits until the entry's latest generation is current.
-func (m *Manager) waitCurrent(ctx context.Context, gvr schema.GroupVersionResource, id string, e *entry) (schema.GroupVersionResource, Store, error) {
+	// Wait until the newest generation has synced and become current; one
+	// abandoned for a later rebuild hands the wait on to that one.
 	for {
-		m.mu.Lock()
-		g := e.latest()
+		m.mu.Lock() // a rebuild swaps generations under the lock: never read half of it
+		g := e.newest.Load()
 		m.mu.Unlock()
 		select {
 		case <-g.swapped:
 			return gvr, entryStore{e}, nil
 		case <-g.abandoned:
-		case <-ctx.Done():
+		case <-syncCtx.Done():
 			m.Release(gvr, id)
 			return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
 		}
@@ -200,7 +183,7 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 		return
 	}
 	want, reads := e.desiredNamespace(), e.reads()
-	if cur := e.current.Load(); e.next != nil && cur != nil && cur.namespace == want && cur.kept.Covers(reads) {
+	if cur := e.current.Load(); e.pending() != nil && cur.namespace == want && cur.kept.Covers(reads) {
 		// The rebuild was for a subscriber that gave up (it could not
 		// list): the running generation serves everyone left. Events went
 		// to the abandoned one meanwhile, so subscribers list again.
@@ -208,19 +191,18 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 		e.resyncSubscribers()
 		return
 	}
-	if g := e.latest(); want != g.namespace {
+	if want != e.newest.Load().namespace {
 		m.restartLocked(e, want)
 	}
 }
 
 // abandonLocked drops a generation that never became current.
 func (e *entry) abandonLocked() {
-	if e.next == nil {
-		return
+	if g := e.pending(); g != nil {
+		g.cancel()
+		close(g.abandoned)
+		e.newest.Store(e.current.Load()) // the running generation dispatches again
 	}
-	e.next.cancel()
-	close(e.next.abandoned)
-	e.next = nil
 }
 
 // stopLocked stops every generation.
@@ -275,33 +257,16 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &generation{informer: inf, namespace: namespace, kept: kept, cancel: cancel,
 		swapped: make(chan struct{}), abandoned: make(chan struct{})}
-	// Only the newest generation dispatches: its objects carry what every
-	// subscriber reads.
-	live := func() bool { return e.latestUnlocked() == g }
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if live() {
-				m.dispatch(e, obj, false, 1)
-			}
-		},
-		UpdateFunc: func(_, obj any) {
-			if live() {
-				m.dispatch(e, obj, false, 0)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if live() {
-				m.dispatch(e, obj, true, -1)
-			}
-		},
+		AddFunc:    func(obj any) { m.dispatch(e, g, obj, false, 1) },
+		UpdateFunc: func(_, obj any) { m.dispatch(e, g, obj, false, 0) },
+		DeleteFunc: func(obj any) { m.dispatch(e, g, obj, true, -1) },
 	})
 	e.count.Store(0)
 	m.metrics.scope(e.gvr, namespace == "")
 	first := e.current.Load() == nil
 	if first {
 		e.current.Store(g)
-	} else {
-		e.next = g
 	}
 	e.newest.Store(g)
 	go inf.Run(ctx.Done())
@@ -314,12 +279,11 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 			return
 		}
 		m.mu.Lock()
-		if e.next != g {
+		if e.newest.Load() != g {
 			m.mu.Unlock()
 			return
 		}
 		old := e.current.Swap(g)
-		e.next = nil
 		close(g.swapped)
 		m.mu.Unlock()
 		old.cancel()
@@ -327,7 +291,13 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	}()
 }
 
-func (m *Manager) dispatch(e *entry, obj any, deleted bool, delta int64) {
+// dispatch hands one event of generation g to the subscribers. Only the
+// newest generation dispatches: its objects carry what every subscriber
+// reads.
+func (m *Manager) dispatch(e *entry, g *generation, obj any, deleted bool, delta int64) {
+	if e.newest.Load() != g {
+		return
+	}
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, deleted = t.Obj, true
 	}

@@ -56,8 +56,6 @@ type targetEntry struct {
 type inventoryEntry struct {
 	pid  *actor.PID
 	spec InventorySpec
-	// memory holds the configuration and sink slots across restarts.
-	memory *inventory.Memory
 }
 
 // InventorySpec is what UpsertInventory needs.
@@ -256,13 +254,12 @@ func (e *Engine) UpsertInventory(spec InventorySpec) error {
 	delete(e.resting, spec.Key)
 	ent := e.inventories[spec.Key]
 	if ent == nil {
-		mem := &inventory.Memory{}
-		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, mem))
+		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, &inventory.Memory{}))
 		if err != nil {
 			e.mu.Unlock()
 			return err
 		}
-		ent = &inventoryEntry{pid: pid, memory: mem}
+		ent = &inventoryEntry{pid: pid}
 		e.inventories[spec.Key] = ent
 	}
 	ent.spec = spec

@@ -172,10 +172,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 		}
 		a.schedule(ctx)
 	case *messages.TargetGone:
-		if pid := a.targets[msg.Target]; pid != nil {
-			delete(a.targets, msg.Target)
-			delete(a.listed, msg.Target)
-		}
+		delete(a.targets, msg.Target)
+		delete(a.listed, msg.Target)
 		a.dirty = a.rows.drop(msg.Target) || a.dirty
 		a.schedule(ctx)
 	case flush:
@@ -273,9 +271,18 @@ func (a *actorState) stopTimer() {
 	}
 }
 
+// observed reports whether every target the inventory reads runs and has
+// sent its complete list (listed only ever holds subscribed targets).
+func (a *actorState) observed() bool {
+	return len(a.cfg.Missing) == 0 && len(a.listed) == len(a.targets)
+}
+
 // waiting lists the targets the inventory has not fully observed: missing
 // ones and subscribed ones that have not sent their complete list.
 func (a *actorState) waiting() []string {
+	if a.observed() {
+		return nil
+	}
 	var out []string
 	for _, ref := range a.cfg.Missing {
 		out = append(out, ref.String())
@@ -296,7 +303,7 @@ func (a *actorState) export(ctx actor.Context) {
 	if !a.dirty {
 		return
 	}
-	if len(a.waiting()) > 0 {
+	if !a.observed() {
 		a.sendReport() // stays dirty; the last list to arrive schedules the export
 		return
 	}

@@ -138,9 +138,8 @@ type actorState struct {
 	inflight bool
 	circuit  Circuit
 	failures int
-	waiting  bool // a retry timer is pending
-	// cancelRetry and cancelDue cancel the pending retry and heartbeat
-	// timers.
+	// cancelRetry and cancelDue cancel the pending retry (set while the
+	// binding waits out a back-off) and heartbeat timers.
 	cancelRetry, cancelDue scheduler.CancelFunc
 	cancel                 context.CancelFunc
 	debounce               Debounce
@@ -179,7 +178,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *done:
 		a.finish(ctx, msg)
 	case retry:
-		a.waiting, a.cancelRetry = false, nil
+		a.cancelRetry = nil
 		if a.circuit == Open {
 			a.setCircuit(HalfOpen)
 		}
@@ -217,7 +216,7 @@ func (a *actorState) setCircuit(c Circuit) {
 // circuit is waiting out a back-off, or the sink already holds it.
 func (a *actorState) maybeStart(ctx actor.Context) {
 	snap := a.slot.Latest
-	if a.inflight || a.waiting || snap == nil {
+	if a.inflight || a.cancelRetry != nil || snap == nil {
 		return
 	}
 	export, wait := a.debounce.Decide(a.slot.Acked, a.slot.AckedAt, snap)
@@ -277,7 +276,6 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		}
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.failures)
 		res.RetryAfter = a.backoff()
-		a.waiting = true
 		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})
 	}
 	res.Circuit, res.Failures = a.circuit, a.failures

@@ -25,7 +25,7 @@ func (p Policy) DialContext(ctx context.Context, network, address string) (net.C
 	if err != nil {
 		return nil, fmt.Errorf("dial %q: %w", address, err)
 	}
-	if err := p.checkName(host); err != nil {
+	if err := p.CheckHostName(host); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrForbidden, err)
 	}
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, addr string, _ syscall.RawConn) error {
@@ -55,13 +55,4 @@ func (p Policy) DialContext(ctx context.Context, network, address string) (net.C
 		last = err
 	}
 	return nil, last
-}
-
-// checkName refuses the host names that stand for loopback or a metadata
-// service, whatever they resolve to.
-func (p Policy) checkName(host string) error {
-	if _, err := netip.ParseAddr(host); err == nil {
-		return nil
-	}
-	return p.CheckHostName(host)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
 )
 
 // Change types.
@@ -120,6 +121,16 @@ func Plan(s Scope, d *rows.Delta, recovered State) []Change {
 		out = append(out, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(d.Export, k, Upsert, prev, sum)})
 	}
 	return out
+}
+
+// SetAside reports c as a row the backend refused, under the row's key
+// (targetNamespace/targetName/uid) as every backend reports it.
+func (c Change) SetAside(reason string) sinks.Rejection {
+	key := c.Key
+	if c.Row != nil {
+		key = c.Row.Key().String()
+	}
+	return sinks.Rejection{Key: key, Reason: reason}
 }
 
 // Headers lists a change's headers in a fixed order.

@@ -219,8 +219,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 			size += len(h.Key) + len(h.Value)
 		}
 		if size > maxRecordBytes {
-			rejected = append(rejected, sinks.Rejection{Key: c.Key,
-				Reason: fmt.Sprintf("the message is %d bytes; brokers accept %d by default (max.message.bytes)", size, maxRecordBytes)})
+			rejected = append(rejected, c.SetAside(fmt.Sprintf("the message is %d bytes; brokers accept %d by default (max.message.bytes)", size, maxRecordBytes)))
 			continue
 		}
 		bytes += int64(size)

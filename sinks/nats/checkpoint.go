@@ -95,8 +95,8 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 	}
 	cp := checkpoint{Seq: seq, State: make(map[string]string, len(next.Rows))}
 	for _, r := range next.Rows {
-		if k := scope.Key(r); !skip[k] {
-			cp.State[k] = r.Sum()
+		if !skip[r.Key().String()] {
+			cp.State[scope.Key(r)] = r.Sum()
 		}
 	}
 	data, err := json.Marshal(cp)

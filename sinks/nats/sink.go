@@ -223,8 +223,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 		}
 		m.Data = scope.Body(c, now)
 		if size += len(m.Data) + 128; limit > 0 && int64(size) > limit { // 128: the message id header and framing
-			rejected = append(rejected, sinks.Rejection{Key: c.Key,
-				Reason: fmt.Sprintf("the message is about %d bytes; the server accepts %d (max_payload)", size, limit)})
+			rejected = append(rejected, c.SetAside(fmt.Sprintf("the message is about %d bytes; the server accepts %d (max_payload)", size, limit)))
 			continue
 		}
 		bytes += int64(len(m.Data))

@@ -91,38 +91,50 @@ func (w *writer) count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// refused reports whether PostgreSQL refuses a row: jsonb cannot hold the
+// NUL character (\u0000), and one such row would fail the whole COPY,
+// every time.
+func refused(r *rows.Row) bool { return bytes.Contains(r.JSON(), []byte(`\u0000`)) }
+
 // storable splits rows into those PostgreSQL can store and those it
-// refuses: jsonb cannot hold the NUL character (\u0000), and one such row
-// would fail the whole COPY, every time.
-func storable(rs []*rows.Row) ([]*rows.Row, []sinks.Rejection) {
-	var bad []sinks.Rejection
-	for _, r := range rs {
-		if bytes.Contains(r.JSON(), []byte(`\u0000`)) {
-			bad = append(bad, sinks.Rejection{Key: r.Key().String(), Reason: "a value holds a NUL character (\\u0000), which PostgreSQL jsonb cannot store"})
+// refuses, in one pass; rs itself is returned when it refuses none.
+func storable(rs []*rows.Row) (ok, bad []*rows.Row) {
+	for i, r := range rs {
+		switch {
+		case !refused(r):
+			if bad != nil {
+				ok = append(ok, r)
+			}
+		case bad == nil:
+			ok = append(make([]*rows.Row, 0, len(rs)), rs[:i]...)
+			bad = append(bad, r)
+		default:
+			bad = append(bad, r)
 		}
 	}
-	if len(bad) == 0 {
+	if bad == nil {
 		return rs, nil
 	}
-	ok := make([]*rows.Row, 0, len(rs)-len(bad))
-	for _, r := range rs {
-		if !bytes.Contains(r.JSON(), []byte(`\u0000`)) {
-			ok = append(ok, r)
-		}
-	}
 	return ok, bad
+}
+
+// rejections reports the rows set aside.
+func rejections(bad []*rows.Row) []sinks.Rejection {
+	out := make([]sinks.Rejection, 0, len(bad))
+	for _, r := range bad {
+		out = append(out, sinks.Rejection{Key: r.Key().String(), Reason: "a value holds a NUL character (\\u0000), which PostgreSQL jsonb cannot store"})
+	}
+	return out
 }
 
 // full writes every row and deletes the inventory's rows (of this
 // cluster) that the snapshot does not hold. A row set aside keeps what the
 // table held for it.
 func (w *writer) full(ctx context.Context, all []*rows.Row) (sinks.Ack, error) {
-	rs, rejected := storable(all)
-	keepTargets, keepUIDs := make([]string, 0, len(rejected)), make([]string, 0, len(rejected))
-	for _, r := range all {
-		if len(rejected) > 0 && bytes.Contains(r.JSON(), []byte(`\u0000`)) {
-			keepTargets, keepUIDs = append(keepTargets, r.TargetName), append(keepUIDs, r.UID)
-		}
+	rs, bad := storable(all)
+	keepTargets, keepUIDs := make([]string, 0, len(bad)), make([]string, 0, len(bad))
+	for _, r := range bad {
+		keepTargets, keepUIDs = append(keepTargets, r.TargetName), append(keepUIDs, r.UID)
 	}
 	// The table may hold rows inserted in this very transaction, which its
 	// statistics do not show; a nested-loop plan would then be quadratic.
@@ -150,14 +162,14 @@ WHERE t.inventory_namespace = $1 AND t.inventory_name = $2 AND t.cluster = $3
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	return sinks.Ack{Rows: n, Written: int(up + tag.RowsAffected()), Bytes: written, Rejected: rejected}, nil
+	return sinks.Ack{Rows: n, Written: int(up + tag.RowsAffected()), Bytes: written, Rejected: rejections(bad)}, nil
 }
 
 // delta writes only what changed since the last acknowledged export.
 func (w *writer) delta(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	var ack sinks.Ack
-	ups, rejected := storable(d.Upserts)
-	ack.Rejected = rejected
+	ups, bad := storable(d.Upserts)
+	ack.Rejected = rejections(bad)
 	if len(ups) > 0 {
 		bytes, err := w.stage(ctx, ups)
 		if err != nil {

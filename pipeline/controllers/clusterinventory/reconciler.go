@@ -108,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := inventory.CheckRefs(ci.Spec.SinkRefs, sinkNamespace(&ci), true); err != nil {
 		return degrade(inventory.ReasonInvalidSinkRef, err.Error())
 	}
-	targets, err := r.targets(ctx, &ci)
+	targets, expect, err := r.targets(ctx, &ci)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -126,16 +126,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		return degrade(reason, err.Error())
-	}
-	running, err := inventory.RunningClusterTargets(ctx, r.Client)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	var expect []messages.TargetRef
-	for _, t := range targets {
-		if running[t.Name] {
-			expect = append(expect, t)
-		}
 	}
 	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
 		ID:       identity(&ci),
@@ -175,11 +165,12 @@ func (r *Reconciler) release(name string) {
 	r.Status.Forget(statusKey(name))
 }
 
-// targets selects cluster targets: by name, by label, or all of them.
-func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClusterInventory) ([]messages.TargetRef, error) {
+// targets selects cluster targets: by name, by label, or all of them; expect
+// is those of them that should run (the engine waits for their lists).
+func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClusterInventory) (selected, expect []messages.TargetRef, err error) {
 	var list kollectv1alpha1.KollectClusterTargetList
 	if err := r.Client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list cluster targets: %w", err)
+		return nil, nil, fmt.Errorf("list cluster targets: %w", err)
 	}
 	byName := map[string]bool{}
 	for _, n := range ci.Spec.TargetRefs {
@@ -189,11 +180,11 @@ func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClu
 	if len(byName) == 0 && ci.Spec.TargetSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(ci.Spec.TargetSelector)
 		if err != nil {
-			return nil, fmt.Errorf("spec.targetSelector: %w", err)
+			return nil, nil, fmt.Errorf("spec.targetSelector: %w", err)
 		}
 		sel = s
 	}
-	var out []messages.TargetRef
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for _, t := range list.Items {
 		switch {
 		case len(byName) > 0 && !byName[t.Name]:
@@ -201,10 +192,13 @@ func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClu
 		case sel != nil && !sel.Matches(labels.Set(t.Labels)):
 			continue
 		}
-		out = append(out, messages.TargetRef{Kind: engine.ClusterTargetKind, Name: t.Name})
+		ref := messages.TargetRef{Kind: engine.ClusterTargetKind, Name: t.Name}
+		selected = append(selected, ref)
+		if inventory.Runs(t.Spec.Suspend, &t) {
+			expect = append(expect, ref)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return selected, expect, nil
 }
 
 // namespaces is spec.namespaces (when set) intersected with the namespaces

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
@@ -25,46 +24,24 @@ func ExpectedTargets(ctx context.Context, c client.Reader, namespace string) ([]
 		return nil, fmt.Errorf("list targets: %w", err)
 	}
 	for _, t := range list.Items {
-		if !t.Spec.Suspend && t.DeletionTimestamp.IsZero() {
+		if Runs(t.Spec.Suspend, &t) {
 			out = append(out, messages.TargetRef{Kind: "KollectTarget", Namespace: t.Namespace, Name: t.Name})
 		}
 	}
-	running, err := RunningClusterTargets(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	for name := range running {
-		out = append(out, messages.TargetRef{Kind: engine.ClusterTargetKind, Name: name})
-	}
-	return out, nil
-}
-
-// RunningClusterTargets names the cluster targets that should be running:
-// neither suspended nor being deleted.
-func RunningClusterTargets(ctx context.Context, c client.Reader) (map[string]bool, error) {
-	var list kollectv1alpha1.KollectClusterTargetList
-	if err := c.List(ctx, &list); err != nil {
+	var cluster kollectv1alpha1.KollectClusterTargetList
+	if err := c.List(ctx, &cluster); err != nil {
 		return nil, fmt.Errorf("list cluster targets: %w", err)
 	}
-	out := map[string]bool{}
-	for _, t := range list.Items {
-		if !t.Spec.Suspend && t.DeletionTimestamp.IsZero() {
-			out[t.Name] = true
+	for _, t := range cluster.Items {
+		if Runs(t.Spec.Suspend, &t) {
+			out = append(out, messages.TargetRef{Kind: engine.ClusterTargetKind, Name: t.Name})
 		}
 	}
 	return out, nil
 }
 
-// allInventories requeues every KollectInventory: a cluster target feeds
-// inventories in every namespace.
-func (r *Reconciler) allInventories(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list kollectv1alpha1.KollectInventoryList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, inv := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&inv)})
-	}
-	return reqs
+// Runs reports whether a target should be running: neither suspended nor
+// being deleted.
+func Runs(suspended bool, t client.Object) bool {
+	return !suspended && t.GetDeletionTimestamp().IsZero()
 }

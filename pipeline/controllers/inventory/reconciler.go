@@ -67,9 +67,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
 		// Targets appearing, going or suspended change what the inventory
-		// waits for before it exports.
+		// waits for before it exports (a cluster target, having no
+		// namespace, requeues the inventories of every namespace).
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
-		Watches(&kollectv1alpha1.KollectClusterTarget{}, handler.EnqueueRequestsFromMapFunc(r.allInventories), builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
