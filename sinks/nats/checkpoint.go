@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"kollect.dev/kollect/pipeline/rows"
-	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 )
 
@@ -73,31 +72,33 @@ func (s *Sink) readCheckpoint(ctx context.Context, js jetstream.JetStream, scope
 	return &cp, nil
 }
 
-// maybeCheckpoint records the scope's state after an export that left the
-// stream holding exactly next (less what was set aside) at sequence seq.
-// published is how many messages the export published.
-func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, next *rows.Snapshot, rejected []sinks.Rejection,
-	published int, seq uint64) error {
+// maybeCheckpoint records the scope's state after an export of d that
+// published published messages, the last at sequence seq, and set aside
+// setAside rows. The stream then holds exactly d.Next, unless a row was set
+// aside since the last full reconcile: the stream still holds that row's
+// last published version, which the snapshot does not tell, so no
+// checkpoint is written until a full export sets nothing aside.
+func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, d *rows.Delta, setAside, published int, seq uint64) error {
 	key := checkpointName(scope)
 	s.mu.Lock()
 	if s.sinceCheckpoint == nil {
-		s.sinceCheckpoint = map[string]int{}
+		s.sinceCheckpoint, s.setAside = map[string]int{}, map[string]bool{}
+	}
+	switch {
+	case setAside > 0:
+		s.setAside[key] = true
+	case d.Full():
+		delete(s.setAside, key)
 	}
 	s.sinceCheckpoint[key] += published
-	due := seq > 0 && s.sinceCheckpoint[key] >= max(checkpointEvery, len(next.Rows)/2)
+	due := seq > 0 && !s.setAside[key] && s.sinceCheckpoint[key] >= max(checkpointEvery, len(d.Next.Rows)/2)
 	s.mu.Unlock()
 	if !due {
 		return nil
 	}
-	skip := make(map[string]bool, len(rejected))
-	for _, r := range rejected {
-		skip[r.Key] = true
-	}
-	cp := checkpoint{Seq: seq, State: make(map[string]string, len(next.Rows))}
-	for _, r := range next.Rows {
-		if !skip[r.Key().String()] {
-			cp.State[scope.Key(r)] = r.Sum()
-		}
+	cp := checkpoint{Seq: seq, State: make(map[string]string, len(d.Next.Rows))}
+	for _, r := range d.Next.Rows {
+		cp.State[scope.Key(r)] = r.Sum()
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {

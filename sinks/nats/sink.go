@@ -51,8 +51,10 @@ type Sink struct {
 	stream   jetstream.Stream // ensured once per connection; dropped after a failed export
 	replayed bool
 	// sinceCheckpoint counts, per scope, the messages published since its
-	// last checkpoint.
+	// last checkpoint; setAside marks the scopes with a row set aside since
+	// their last full reconcile (no checkpoint is exact for them).
 	sinceCheckpoint map[string]int
+	setAside        map[string]bool
 }
 
 var _ sinks.Backend = (*Sink)(nil)
@@ -246,7 +248,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	}
 	s.replayed = true
 	// Best effort: without a checkpoint, recovery reads more history.
-	_ = s.maybeCheckpoint(apiCtx, js, scope, d.Next, rejected, len(futures), seq)
+	_ = s.maybeCheckpoint(apiCtx, js, scope, d, len(rejected), len(futures), seq)
 	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
 }
 
