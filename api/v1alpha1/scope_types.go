@@ -43,6 +43,18 @@ type ScopeSinkAllowList struct {
 type KollectScopeSpec struct {
 	ScopeCeilingSpec   `json:",inline"`
 	ScopeSinkAllowList `json:",inline"`
+
+	// allowedSecretNamespaces are the namespaces, besides its own, whose
+	// Secrets the sinks of this namespace may read (secretRef, databaseRef,
+	// tls.caSecretRef, git.auth.secretRef). Without it a sink reads Secrets
+	// of its own namespace only. A Kollect extension: upstream let any sink
+	// read any Secret the operator can read.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	AllowedSecretNamespaces []string `json:"allowedSecretNamespaces,omitempty"`
 }
 
 // KollectScope caps what targets and inventories in its namespace may do.

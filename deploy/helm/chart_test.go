@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,12 +18,14 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kollect.dev/kollect/pipeline/admission"
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
@@ -52,6 +55,10 @@ func render(t *testing.T, valueFiles ...string) []*unstructured.Unstructured {
 	t.Helper()
 	args := []string{"template", "kollect", chart, "--namespace", "kollect-system"}
 	for _, f := range valueFiles {
+		if f == withCertManager {
+			args = append(args, "--api-versions", "cert-manager.io/v1")
+			continue
+		}
 		args = append(args, "-f", f)
 	}
 	out, err := helm(t, args...)
@@ -113,11 +120,15 @@ func TestValuesSchemaRejectsWrongTypes(t *testing.T) {
 // server-side apply and strict field validation.
 func TestRenderedObjectsApply(t *testing.T) {
 	ctx := context.Background()
-	crds, err := os.ReadFile("testdata/monitoring-crds.yaml")
-	if err != nil {
-		t.Fatal(err)
+	var crds []byte
+	for _, f := range []string{"testdata/monitoring-crds.yaml", "testdata/cert-manager-crds.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(append(crds, b...), "\n---\n"...)
 	}
-	for _, doc := range strings.Split(string(crds), "\n---\n") {
+	for _, doc := range strings.Split(strings.TrimSuffix(string(crds), "\n---\n"), "\n---\n") {
 		u := &unstructured.Unstructured{}
 		if err := utilyaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			t.Fatal(err)
@@ -133,9 +144,15 @@ func TestRenderedObjectsApply(t *testing.T) {
 		var l unstructured.UnstructuredList
 		l.SetAPIVersion("monitoring.coreos.com/v1")
 		l.SetKind("PrometheusRuleList")
+		if err := env.Client.List(ctx, &l); err != nil {
+			return err
+		}
+		l.SetAPIVersion("cert-manager.io/v1")
+		l.SetKind("CertificateList")
 		return env.Client.List(ctx, &l)
 	})
-	for name, values := range map[string][]string{"default": nil, "all-on": {"testdata/all-on.yaml"}, "tenant": {"testdata/tenant.yaml"}} {
+	for name, values := range map[string][]string{"default": nil, "all-on": {"testdata/all-on.yaml"}, "tenant": {"testdata/tenant.yaml"},
+		"cert-manager": {withCertManager}} {
 		t.Run(name, func(t *testing.T) {
 			objs := render(t, values...)
 			for _, o := range objs {
@@ -153,6 +170,23 @@ func TestRenderedObjectsApply(t *testing.T) {
 					if !slices.Contains(got, want) {
 						t.Errorf("all-on render lacks %s: %v", want, got)
 					}
+				}
+			case "default":
+				for _, want := range []string{"ValidatingWebhookConfiguration/kollect-validating-webhook-configuration",
+					"Service/kollect-webhook-service", "ClusterRole/kollect-webhook-ca"} {
+					if !slices.Contains(got, want) {
+						t.Errorf("default render lacks %s: %v", want, got)
+					}
+				}
+				webhooksMatchTheOperator(t, objs)
+			case "cert-manager":
+				for _, want := range []string{"Certificate/kollect-serving-cert", "Issuer/kollect-selfsigned-issuer"} {
+					if !slices.Contains(got, want) {
+						t.Errorf("cert-manager render lacks %s: %v", want, got)
+					}
+				}
+				if slices.Contains(got, "ClusterRole/kollect-webhook-ca") {
+					t.Error("with cert-manager the operator needs no right on the webhook configuration")
 				}
 			case "tenant":
 				for _, k := range got {
@@ -224,5 +258,38 @@ func TestAlertRulesParse(t *testing.T) {
 	out, err := exec.Command(promtool, "check", "rules", "kollect/files/alerts.yaml").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "SUCCESS: 6 rules found") {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// withCertManager, given to render, renders as if cert-manager's API
+// were installed.
+const withCertManager = "--api-versions=cert-manager.io/v1"
+
+// webhooksMatchTheOperator compares the chart's webhook configuration with
+// the one the operator's own tests install: same names, paths, resources.
+func webhooksMatchTheOperator(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	want := map[string]string{}
+	for _, w := range admission.Configuration("x", func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: &path}}
+	}).Webhooks {
+		want[w.Name] = *w.ClientConfig.Service.Path + " " + strings.Join(w.Rules[0].Resources, ",")
+	}
+	got := map[string]string{}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			m := h.(map[string]any)
+			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+			rules, _, _ := unstructured.NestedSlice(m, "rules")
+			res, _, _ := unstructured.NestedStringSlice(rules[0].(map[string]any), "resources")
+			got[m["name"].(string)] = path + " " + strings.Join(res, ",")
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("chart webhooks:\n%v\nthe operator's:\n%v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/nats"
@@ -95,6 +96,18 @@ func readSecret(ctx context.Context, c client.Reader, ref *kollectv1alpha1.Secre
 	if ns == "" {
 		ns = defaultNamespace
 	}
+	if ns != defaultNamespace {
+		// A sink reads another namespace's Secrets only when the scope of
+		// its own namespace says so: a tenant must not be able to send the
+		// platform's credentials to an endpoint of its choosing.
+		ceiling, err := scope.Namespaced(ctx, c, defaultNamespace)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ceiling.AllowsSecretNamespace(defaultNamespace, ns) {
+			return nil, "", &SecretNamespaceError{Secret: ns + "/" + ref.Name, Namespace: defaultNamespace}
+		}
+	}
 	var sec corev1.Secret
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -103,4 +116,16 @@ func readSecret(ctx context.Context, c client.Reader, ref *kollectv1alpha1.Secre
 		return nil, "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
 	}
 	return sec.Data, sec.ResourceVersion, nil
+}
+
+// SecretNamespaceError refuses a Secret outside the sink's namespace that
+// no scope allows.
+type SecretNamespaceError struct {
+	Secret    string // namespace/name
+	Namespace string // the sink's
+}
+
+func (e *SecretNamespaceError) Error() string {
+	return fmt.Sprintf("credentials Secret %s is outside namespace %q: a sink reads Secrets of its own namespace only, "+
+		"unless the KollectScope of %q lists the other namespace in spec.allowedSecretNamespaces", e.Secret, e.Namespace, e.Namespace)
 }

@@ -37,6 +37,14 @@ func demoGitPostgres(t *testing.T, d *demo) {
 			StringData: map[string]string{"dsn": pg.DSN("")}}); err != nil {
 			t.Fatal(err)
 		}
+		// The sample's sink lives in default and names a Secret of
+		// kollect-system: a sink reads another namespace's Secrets only
+		// when the scope of its own namespace allows it, which the
+		// platform team grants here.
+		if err := c.Create(ctx, &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "platform-grants"},
+			Spec: kollectv1alpha1.KollectScopeSpec{AllowedSecretNamespaces: []string{"kollect-system"}}}); err != nil {
+			t.Fatal(err)
+		}
 		for _, f := range []string{"databasesink.yaml", "inventory.yaml"} {
 			docs, err := readDocs(filepath.Join(corpusDir, "samples/demo/git-postgres", f))
 			if err != nil {

@@ -147,3 +147,37 @@ func (p Policy) checkAddr(a netip.Addr) error {
 	}
 	return nil
 }
+
+// CheckAtAdmission is the admission-time layer of the guard (SEMANTICS
+// §10.2): the names that stand for loopback or metadata services and
+// literal addresses are refused, file:// URLs unless loopback is allowed
+// (development), without resolving anything: names are checked again, on
+// the address really dialled, when a backend connects. raw is a URL, or a
+// host:port when it has no scheme (Kafka brokers).
+func (p Policy) CheckAtAdmission(raw string) error {
+	host := raw
+	if strings.Contains(raw, "://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("endpoint %q is not a URL: %w", raw, err)
+		}
+		if u.Scheme == "file" {
+			if p.AllowLoopback {
+				return nil
+			}
+			return fmt.Errorf("file:// endpoints are not allowed")
+		}
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(raw); err == nil {
+		host = h
+	}
+	if err := p.CheckHostName(host); err != nil {
+		return err
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		if err := p.checkAddr(a.Unmap()); err != nil {
+			return fmt.Errorf("endpoint host %q: %w", host, err)
+		}
+	}
+	return nil
+}

@@ -101,13 +101,13 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := cir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster inventory controller: %w", err)
 	}
-	if err := familysink.SetupDatabaseSinks(mgr, registry, cm); err != nil {
+	if err := familysink.SetupDatabaseSinks(mgr, registry, cm, writer.Events); err != nil {
 		return fmt.Errorf("set up database sink controller: %w", err)
 	}
-	if err := familysink.SetupEventSinks(mgr, registry, cm); err != nil {
+	if err := familysink.SetupEventSinks(mgr, registry, cm, writer.Events); err != nil {
 		return fmt.Errorf("set up event sink controller: %w", err)
 	}
-	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute}
+	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute, Events: writer.Events}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up snapshot sink controller: %w", err)
 	}

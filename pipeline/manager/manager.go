@@ -16,8 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/admission"
+	"kollect.dev/kollect/pipeline/endpoint"
 )
 
 // NewScheme returns a scheme with the built-in kinds and every Kollect kind.
@@ -72,6 +75,21 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		}
 	}
 
+	var hooks webhook.Server
+	var selfSigned *selfSignedCert
+	if o.WebhooksEnabled {
+		certDir := o.WebhookCertPath
+		if !mounted(certDir, o.WebhookCertName, o.WebhookCertKey) {
+			// No certificate mounted (no cert-manager): issue our own.
+			if selfSigned, err = newSelfSigned(ctx, cfg, scheme, o); err != nil {
+				return nil, err
+			}
+			certDir = selfSigned.dir
+		}
+		hooks = webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: certDir,
+			CertName: o.WebhookCertName, KeyName: o.WebhookCertKey, TLSOpts: tlsOpts})
+	}
+
 	lease, renew, retry := o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod
 	shutdown := o.GracefulShutdownTimeout
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -80,6 +98,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		HealthProbeBindAddress: o.ProbeBindAddress,
 		PprofBindAddress:       pprofAddr,
 		Cache:                  cacheOpts,
+		WebhookServer:          hooks,
 		// Secrets are read when a sink is resolved, straight from the API
 		// server: no cluster-wide Secret cache in memory, and a Role that
 		// grants get in the sinks' namespaces is enough.
@@ -104,6 +123,17 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	}
 	if err := setupEngine(ctx, mgr, o); err != nil {
 		return nil, err
+	}
+	if o.WebhooksEnabled {
+		if err := admission.Setup(mgr, admission.Options{TenantMode: o.TenantMode, MaxExportBytes: o.MaxExportBytes,
+			Policy: endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}}); err != nil {
+			return nil, err
+		}
+		if selfSigned != nil {
+			if err := mgr.Add(selfSigned); err != nil {
+				return nil, fmt.Errorf("add webhook certificate renewal: %w", err)
+			}
+		}
 	}
 	return mgr, nil
 }

@@ -40,6 +40,10 @@ type Options struct {
 	WebhookCertPath           string
 	WebhookCertName           string
 	WebhookCertKey            string
+	WebhookPort               int
+	WebhookHost               string
+	WebhookService            string
+	WebhookConfiguration      string
 	TenantMode                bool
 	AllowPrivateSinks         bool
 	InventoryHTTPEnabled      bool
@@ -92,6 +96,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookCertPath, "webhook-cert-path", "", "Directory of the webhook serving certificate.")
 	fs.StringVar(&o.WebhookCertName, "webhook-cert-name", "tls.crt", "Webhook certificate file name.")
 	fs.StringVar(&o.WebhookCertKey, "webhook-cert-key", "tls.key", "Webhook key file name.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server listens on (default: all).")
+	fs.StringVar(&o.WebhookService, "webhook-service-name", "", "Service in front of the webhook server: the DNS names of a self-issued certificate.")
+	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration-name", "",
+		"ValidatingWebhookConfiguration to publish a self-issued certificate's CA into, when --webhook-cert-path holds no certificate.")
 	fs.BoolVar(&o.TenantMode, "tenant-mode", false, "Reject cluster-scoped targets and inventories (team installs).")
 	fs.BoolVar(&o.AllowPrivateSinks, "allow-private-sinks", false, "Allow sink endpoints in private address ranges (RFC 1918, IPv6 ULA).")
 

@@ -74,11 +74,17 @@ type Target struct {
 	Names                    map[string]bool // legacy mode; empty: any
 	Rules                    []Rule
 	OptIn                    bool
+	// Within, when not nil, is a ceiling no other setting can widen: only
+	// these namespaces are ever collected (a scope's allow- and deny-lists).
+	Within func(namespace string) bool
 }
 
 // NamespaceMatches reports whether objects of ns are collected at all.
 func (t *Target) NamespaceMatches(ns Namespace) bool {
 	if len(t.Included) > 0 && !t.Included[ns.Name] {
+		return false
+	}
+	if t.Within != nil && !t.Within(ns.Name) {
 		return false
 	}
 	if t.Excluded[ns.Name] {

@@ -66,6 +66,7 @@ func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 	if err := w.c.Status().Patch(ctx, &inv, client.MergeFrom(base)); err != nil {
 		return err
 	}
+	w.announceTransitions(&inv, base.Status.Conditions, inv.Status.Conditions)
 	w.announceRejections(&inv, base.Status.SinkExports, inv.Status.SinkExports)
 	return nil
 }
@@ -120,6 +121,7 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 	if err := w.c.Status().Patch(ctx, &ci, client.MergeFrom(base)); err != nil {
 		return err
 	}
+	w.announceTransitions(&ci, base.Status.Conditions, cs.Conditions)
 	w.announceRejections(&ci, rejectedBefore, cs.SinkExports)
 	return nil
 }

@@ -96,7 +96,11 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 			return nil
 		}
 		w.observe(key, s.Conditions)
-		return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
+		if err := w.c.Status().Patch(ctx, &t, client.MergeFrom(base)); err != nil {
+			return err
+		}
+		w.announceTransitions(&t, base.Status.Conditions, s.Conditions)
+		return nil
 	}
 	var t kollectv1alpha1.KollectTarget
 	if err := w.c.Get(ctx, key.NamespacedName, &t); err != nil {
@@ -117,7 +121,11 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 		return nil
 	}
 	w.observe(key, s.Conditions)
-	return w.c.Status().Patch(ctx, &t, client.MergeFrom(base))
+	if err := w.c.Status().Patch(ctx, &t, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	w.announceTransitions(&t, base.Status.Conditions, s.Conditions)
+	return nil
 }
 
 func setCondition(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {

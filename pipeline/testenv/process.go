@@ -49,7 +49,7 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 		return nil, err
 	}
 	args := append([]string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks",
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes}, o.Args...)
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--validating-webhooks-enabled=false"}, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Stdout, cmd.Stderr = log, log

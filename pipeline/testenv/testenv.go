@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"kollect.dev/kollect/pipeline/admission"
 	"kollect.dev/kollect/pipeline/manager"
 )
 
@@ -25,11 +27,21 @@ type Env struct {
 	RepoRoot string
 
 	env *envtest.Environment
+	// webhooks is where the API server expects the validating webhooks
+	// (nil when the control plane has none).
+	webhooks *envtest.WebhookInstallOptions
 }
 
 // Start starts kube-apiserver and etcd and installs the CRDs from
 // deploy/crds.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return start(false) }
+
+// StartWithWebhooks also installs Kollect's validating webhooks, served by
+// the manager StartManager runs: nothing of kollect.dev can be created or
+// changed until it runs.
+func StartWithWebhooks() (*Env, error) { return start(true) }
+
+func start(webhooks bool) (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -54,6 +66,14 @@ func Start() (*Env, error) {
 	etcd := &envtest.Etcd{}
 	etcd.Configure().Append("unsafe-no-fsync", "true")
 	env.ControlPlane.Etcd = etcd
+	if webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1",
+			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{admission.Configuration("kollect-validating-webhooks",
+				func(path string) admissionregistrationv1.WebhookClientConfig {
+					return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+						Namespace: "kollect-system", Name: "kollect-webhook-service", Path: &path}}
+				})}}
+	}
 
 	cfg, err := env.Start()
 	if err != nil {
@@ -74,7 +94,11 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	return &Env{Config: cfg, Client: c, RepoRoot: root, env: env}, nil
+	e := &Env{Config: cfg, Client: c, RepoRoot: root, env: env}
+	if webhooks {
+		e.webhooks = &env.WebhookInstallOptions
+	}
+	return e, nil
 }
 
 // Stop stops the control plane.

@@ -20,6 +20,9 @@ func (v *validator) semantics(d doc) {
 			return
 		}
 		v.profiles[p.Namespace+"/"+p.Name] = &p
+		if err := target.SecretGuard(&p); err != nil {
+			v.add(d, "", err.Error(), false)
+		}
 		for i, a := range p.Spec.Attributes {
 			if _, err := extract.Compile([]extract.Attribute{{Name: a.Name, Path: a.Path, Optional: a.Optional}}, extract.NewScrubber()); err != nil {
 				v.add(d, fmt.Sprintf("spec.attributes[%d].path", i), err.Error(), false)

@@ -24,6 +24,7 @@ import (
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
 	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/pipeline/status"
 )
 
@@ -59,6 +60,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectDatabaseSink{}, all, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectEventSink{}, all, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&kollectv1alpha1.KollectClusterScope{}, all).
+		Watches(&kollectv1alpha1.KollectScope{}, all). // the interval floor of sinkNamespace
 		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
 }
 
@@ -120,7 +123,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade("InvalidNamespaceSelector", err.Error())
 	}
-	bindings, reason, err := r.Resolver.Resolve(ctx, bindings(&ci))
+	b := bindings(&ci)
+	if v, err := checkScope(ctx, r.Client, &ci, &b); err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	} else if v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	bindings, reason, err := r.Resolver.Resolve(ctx, b)
 	if err != nil {
 		if reason == "" {
 			return reconcile.Result{}, err
@@ -135,6 +144,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.Status.Set(statusKey(req.Name), verdict)
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+// checkScope applies the cluster scope to a cluster inventory's sinks
+// (their namespaces, then the family allow-lists) and the floor of the
+// KollectScope in its sinkNamespace to its intervals (SEMANTICS §6.2).
+func checkScope(ctx context.Context, c client.Reader, ci *kollectv1alpha1.KollectClusterInventory, b *inventory.Bindings) (*scope.Violation, error) {
+	ceiling, err := scope.Cluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, refs := range [][]kollectv1alpha1.InventorySinkRef{ci.Spec.SnapshotSinkRefs, ci.Spec.DatabaseSinkRefs, ci.Spec.EventSinkRefs} {
+		for _, ref := range refs {
+			if v := ceiling.CheckStaticRef(fmt.Sprintf("sink %q", ref.Name), b.SinkNamespace(ref), scope.ReasonSinkNamespaceDenied); v != nil {
+				return v, nil
+			}
+		}
+	}
+	if v := ceiling.CheckSinks(ci.Spec.SinkRefs); v != nil {
+		return v, nil
+	}
+	floor, err := scope.Namespaced(ctx, c, sinkNamespace(ci))
+	if err != nil {
+		return nil, err
+	}
+	b.Floor = floor.Floor()
+	return nil, nil
 }
 
 func sinkNamespace(ci *kollectv1alpha1.KollectClusterInventory) string {

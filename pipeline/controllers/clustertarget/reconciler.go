@@ -21,6 +21,7 @@ import (
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/target"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/pipeline/status"
 )
 
@@ -49,6 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("kollectclustertarget").
 		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))
 }
 
@@ -95,6 +97,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ct.Spec.Suspend {
 		return degrade(target.ReasonSuspended, "spec.suspend is true: collection stopped")
 	}
+	ceiling, err := scope.Cluster(ctx, r.Client)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	if v := ceiling.CheckStaticRef("profileRef", pref.Namespace, scope.ReasonNamespaceDenied); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
 	var p kollectv1alpha1.KollectProfile
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pref.Namespace, Name: pref.Name}, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -110,10 +119,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade(target.ReasonExtractionFailed, err.Error())
 	}
-	verdict.Matched, verdict.Effective = target.MatchNamespaces(r.Namespaces, c.Selection)
+	// The cluster scope's namespace lists filter what a cluster target
+	// reads (SEMANTICS §6.2); its kinds are a hard rule.
+	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	verdict.Matched, _ = target.MatchNamespaces(r.Namespaces, c.Selection)
+	ceiling.Restrict(c.Selection)
+	_, verdict.Effective = target.MatchNamespaces(r.Namespaces, c.Selection)
 	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
 
-	generations := fmt.Sprintf("%d/%s", ct.Generation, p.ResourceVersion)
+	generations := fmt.Sprintf("%d/%s/%s", ct.Generation, p.ResourceVersion, ceiling.Version())
 	if r.appliedGen(req.Name) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
 			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true})

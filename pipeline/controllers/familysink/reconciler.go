@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,26 +50,30 @@ type Reconciler struct {
 	Metrics *controllers.Metrics
 	// RetryAfter is the delay before a failed probe is tried again.
 	RetryAfter time.Duration
-	name       string
-	newObj     func() (client.Object, func() sinkObject)
+	// Events records probe failures and recoveries.
+	Events events.EventRecorder
+	name   string
+	newObj func() (client.Object, func() sinkObject)
 }
 
 // SetupDatabaseSinks registers the KollectDatabaseSink reconciler.
-func SetupDatabaseSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics) error {
-	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, name: "kollectdatabasesink", newObj: func() (client.Object, func() sinkObject) {
+func SetupDatabaseSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
+	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, name: "kollectdatabasesink", newObj: func() (client.Object, func() sinkObject) {
 		o := &databaseSink{}
 		return &o.KollectDatabaseSink, func() sinkObject { return o }
 	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).Complete(m.Instrument(r.name, r))
+	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+		Watches(&kollectv1alpha1.KollectScope{}, snapshotsink.SinksIn(r.Client, &kollectv1alpha1.KollectDatabaseSinkList{})).Complete(m.Instrument(r.name, r))
 }
 
 // SetupEventSinks registers the KollectEventSink reconciler.
-func SetupEventSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics) error {
-	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, name: "kollecteventsink", newObj: func() (client.Object, func() sinkObject) {
+func SetupEventSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
+	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, name: "kollecteventsink", newObj: func() (client.Object, func() sinkObject) {
 		o := &eventSink{}
 		return &o.KollectEventSink, func() sinkObject { return o }
 	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).Complete(m.Instrument(r.name, r))
+	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+		Watches(&kollectv1alpha1.KollectScope{}, snapshotsink.SinksIn(r.Client, &kollectv1alpha1.KollectEventSinkList{})).Complete(m.Instrument(r.name, r))
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -86,5 +91,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	okMsg, reason, probeErr := r.Prober.Probe(ctx, r.Client, raw)
 	oneOff := forced && common.ConnectionTest != nil && !*common.ConnectionTest
 	return snapshotsink.RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, oneOff,
-		snapshotsink.Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter)
+		snapshotsink.Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
 }

@@ -19,6 +19,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/pipeline/status"
 )
 
@@ -71,6 +72,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// namespace, requeues the inventories of every namespace).
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		// A scope change re-checks the inventories of its namespace.
+		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
@@ -118,7 +121,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil {
 		return degrade(ReasonInvalidSinkRef, err.Error())
 	}
-	bindings, reason, err := r.Resolver.Resolve(ctx, r.bindings(&inv))
+	ceiling, err := scope.Namespaced(ctx, r.Client, inv.Namespace)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	if v := ceiling.CheckSinks(inv.Spec.SinkRefs); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	b := r.bindings(&inv)
+	b.Floor = ceiling.Floor()
+	bindings, reason, err := r.Resolver.Resolve(ctx, b)
 	if err != nil {
 		if reason == "" {
 			return reconcile.Result{}, err

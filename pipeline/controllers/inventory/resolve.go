@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,9 @@ type Bindings struct {
 	Refs          kollectv1alpha1.SinkRefs
 	SinkNamespace func(ref kollectv1alpha1.InventorySinkRef) string
 	Interval      string
+	// Floor is the scope's minimum export interval: shorter intervals are
+	// raised to it.
+	Floor time.Duration
 }
 
 // Resolve loads every bound sink. A missing sink degrades the whole
@@ -46,7 +50,7 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 			_, typ := backends.Kind(obj)
 			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ,
 				Backend:  r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
-				Interval: interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval)})
+				Interval: max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval))})
 		}
 	}
 	return out, "", nil

@@ -6,11 +6,15 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -41,6 +45,8 @@ type Reconciler struct {
 	Metrics *controllers.Metrics
 	// RetryAfter is the delay before a failed probe is tried again.
 	RetryAfter time.Duration
+	// Events records probe failures and recoveries.
+	Events events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler.
@@ -48,6 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectsnapshotsink").
 		For(&kollectv1alpha1.KollectSnapshotSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+		Watches(&kollectv1alpha1.KollectScope{}, SinksIn(r.Client, &kollectv1alpha1.KollectSnapshotSinkList{})).
 		Complete(r.Metrics.Instrument("kollectsnapshotsink", r))
 }
 
@@ -64,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	reason, probeErr := r.probe(ctx, &s)
 	return RecordProbe(ctx, r.Client, &s, &s.Status.Conditions, &s.Status.ObservedGeneration, s.Spec.TLS,
-		forced && !enabled, Probe{OK: git.ProbeMessage, Reason: reason, Err: probeErr}, r.RetryAfter)
+		forced && !enabled, Probe{OK: git.ProbeMessage, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
 }
 
 // Probe is the outcome of a connection probe: OK is the ConnectionVerified
@@ -81,8 +88,9 @@ type Probe struct {
 // succeeded (oneOff: the sink asked for no regular probes). Every sink kind
 // records its probes through it.
 func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds *[]metav1.Condition, observed *int64,
-	tls *kollectv1alpha1.TLSSpec, oneOff bool, p Probe, retryAfter time.Duration) (reconcile.Result, error) {
+	tls *kollectv1alpha1.TLSSpec, oneOff bool, p Probe, retryAfter time.Duration, rec events.EventRecorder) (reconcile.Result, error) {
 	base := obj.DeepCopyObject().(client.Object)
+	before := append([]metav1.Condition(nil), *conds...)
 	gen := obj.GetGeneration()
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
@@ -103,6 +111,7 @@ func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds 
 	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		return reconcile.Result{}, err
 	}
+	announceProbe(rec, obj, before, *conds)
 	if p.Err != nil {
 		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
@@ -115,6 +124,42 @@ func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds 
 		return reconcile.Result{}, c.Patch(ctx, obj, patch)
 	}
 	return reconcile.Result{}, nil
+}
+
+// announceProbe records an event when a probe's outcome changes: a
+// Warning when the sink stops being reachable (or fails for another
+// reason), a Normal event when it is reachable again.
+func announceProbe(rec events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
+	if rec == nil {
+		return
+	}
+	was, now := meta.FindStatusCondition(before, TypeConnectionVerified), meta.FindStatusCondition(after, TypeConnectionVerified)
+	switch {
+	case now == nil:
+	case now.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse || was.Reason != now.Reason):
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, now.Reason, "Probe", "%s", now.Message)
+	case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
+		rec.Eventf(obj, nil, corev1.EventTypeNormal, ReasonConnectionOK, "Probe", "%s", now.Message)
+	}
+}
+
+// SinksIn maps an object to the sinks of a kind in its namespace (a scope
+// change re-probes them: it may allow or refuse their Secrets).
+func SinksIn(c client.Client, list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		_ = meta.EachListItem(l, func(item runtime.Object) error {
+			if co, ok := item.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+			}
+			return nil
+		})
+		return reqs
+	})
 }
 
 func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (string, error) {

@@ -102,6 +102,9 @@ func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 		sel.Rules = append(sel.Rules, rule)
 	}
 
+	if err := SecretGuard(p); err != nil {
+		errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
+	}
 	attrs := make([]extract.Attribute, 0, len(p.Spec.Attributes))
 	for _, a := range p.Spec.Attributes {
 		attrs = append(attrs, extract.Attribute{Name: a.Name, Path: a.Path, Optional: a.Optional})
@@ -145,4 +148,17 @@ func singleNamespace(t *kollectv1alpha1.KollectTarget, included []string) string
 		}
 	}
 	return ""
+}
+
+// GVKs lists the kinds the target collects: each rule's, or the profile's
+// when there are no rules.
+func (c *Compiled) GVKs() []schema.GroupVersionKind {
+	if len(c.Selection.Rules) == 0 {
+		return []schema.GroupVersionKind{c.GVK}
+	}
+	out := make([]schema.GroupVersionKind, 0, len(c.Selection.Rules))
+	for _, r := range c.Selection.Rules {
+		out = append(out, r.GVK)
+	}
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controllers"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/pipeline/selection"
 	"kollect.dev/kollect/pipeline/status"
 )
@@ -104,6 +105,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("kollecttarget").
 		For(&kollectv1alpha1.KollectTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
+		// A scope change re-checks every target of its namespace.
+		Watches(&kollectv1alpha1.KollectScope{}, handler.EnqueueRequestsFromMapFunc(r.targetsIn)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
@@ -111,6 +114,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectTargetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+	}
+	return reqs
+}
+
+func (r *Reconciler) targetsIn(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -160,9 +175,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade(ReasonExtractionFailed, err.Error())
 	}
-	verdict.Matched, verdict.Effective = MatchNamespaces(r.Namespaces, c.Selection)
+	ceiling, err := scope.Namespaced(ctx, r.Client, t.Namespace)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	var v *scope.Violation
+	verdict.Matched, verdict.Effective, v = CheckScope(ceiling, r.Namespaces, c, t.Namespace)
+	if v != nil {
+		return degrade(v.Reason, v.Message)
+	}
 
-	generations := fmt.Sprintf("%d/%s", t.Generation, p.ResourceVersion)
+	generations := fmt.Sprintf("%d/%s/%s", t.Generation, p.ResourceVersion, ceiling.Version())
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
 			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace})
@@ -186,6 +209,28 @@ func (r *Reconciler) release(key types.NamespacedName) {
 	r.Engine.RemoveTarget(ref(key))
 	r.setApplied(key, "")
 	r.Status.Forget(status.Key{Kind: status.Target, NamespacedName: key})
+}
+
+// CheckScope checks a compiled target against the scope in force: the
+// kinds it collects, then the namespaces it means to read (the matched set;
+// when empty its own namespace). When it passes, the scope's namespace
+// ceiling is applied to the selection and the effective namespaces are
+// listed under it.
+func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *Compiled, own string) (matched, effective []string, v *scope.Violation) {
+	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
+		return nil, nil, v
+	}
+	matched, _ = MatchNamespaces(nss, c.Selection)
+	intent := matched
+	if len(intent) == 0 {
+		intent = []string{own}
+	}
+	if v := ceiling.CheckNamespaces(intent); v != nil {
+		return matched, nil, v
+	}
+	ceiling.Restrict(c.Selection)
+	_, effective = MatchNamespaces(nss, c.Selection)
+	return matched, effective, nil
 }
 
 // MatchNamespaces lists the namespaces a selection's intent and filters match.

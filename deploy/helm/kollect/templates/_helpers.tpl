@@ -61,3 +61,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- toYaml .Values.resources -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Webhook certificates come from cert-manager when it is installed (and
+allowed); otherwise the operator issues and renews its own. */}}
+{{- define "kollect.webhookCertManager" -}}
+{{- if and .Values.webhooks.certManager.create (.Capabilities.APIVersions.Has "cert-manager.io/v1") -}}true{{- end -}}
+{{- end -}}
+
+{{- define "kollect.webhookService" -}}
+{{- printf "%s-webhook-service" (include "kollect.fullname" .) -}}
+{{- end -}}
+
+{{- define "kollect.webhookConfiguration" -}}
+{{- printf "%s-validating-webhook-configuration" (include "kollect.fullname" .) -}}
+{{- end -}}
