@@ -52,8 +52,8 @@ func (r Registry) Probe(ctx context.Context, c client.Reader, sink client.Object
 
 var probeMessages = map[string]string{
 	"postgres": "PostgreSQL ping succeeded",
-	"nats":     "NATS JetStream account reachable",
-	"kafka":    "Kafka brokers reachable",
+	"nats":     "NATS JetStream account info request succeeded",
+	"kafka":    "Kafka broker metadata request succeeded",
 }
 
 // errNotImplemented says that this version has no backend (or no probe)

@@ -18,6 +18,7 @@ import (
 	"kollect.dev/kollect/pipeline/controllers"
 	"kollect.dev/kollect/pipeline/controllers/clusterinventory"
 	"kollect.dev/kollect/pipeline/controllers/clustertarget"
+	"kollect.dev/kollect/pipeline/controllers/connectiontest"
 	"kollect.dev/kollect/pipeline/controllers/familysink"
 	"kollect.dev/kollect/pipeline/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controllers/snapshotsink"
@@ -110,6 +111,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute, Events: writer.Events}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up snapshot sink controller: %w", err)
+	}
+	ctt := &connectiontest.Reconciler{Client: mgr.GetClient(), Snapshot: sr, Others: registry, Metrics: cm}
+	if err := ctt.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up connection test controller: %w", err)
 	}
 	return nil
 }

@@ -111,6 +111,12 @@ func (l Layout) documentFile(id rows.Identity) (string, error) {
 	return cleanPath(l.documentPath(id))
 }
 
+// reservedTop are top-level names that hosts and CI systems act on: an
+// inventory must never write a workflow or a hook.
+var reservedTop = map[string]bool{".github": true, ".gitlab": true, ".gitlab-ci.yml": true, ".gitea": true, ".forgejo": true,
+	".circleci": true, ".woodpecker": true, ".woodpecker.yml": true, ".drone.yml": true, ".travis.yml": true, ".buildkite": true,
+	".gitmodules": true, ".gitattributes": true, ".gitignore": true, ".githooks": true, ".husky": true}
+
 // cleanPath turns a rendered template into a repository path: relative,
 // without empty segments, and never leaving the repository's root (no "."
 // or ".." segment, which a template or a value could otherwise produce).
@@ -122,6 +128,12 @@ func cleanPath(p string) (string, error) {
 			continue
 		case ".", "..":
 			return "", fmt.Errorf("layout path %q has a %q segment", p, seg)
+		}
+		if strings.EqualFold(seg, ".git") {
+			return "", fmt.Errorf("layout path %q writes into .git", p)
+		}
+		if len(parts) == 0 && reservedTop[strings.ToLower(seg)] {
+			return "", fmt.Errorf("layout path %q writes into %s, which a repository's host or CI reads; choose another folder", p, seg)
 		}
 		parts = append(parts, seg)
 	}
@@ -282,4 +294,16 @@ func (l Layout) ownedPrefix(id rows.Identity) string {
 		return ""
 	}
 	return fixed[:i+1]
+}
+
+// prefixIsOwn reports whether a fixed item prefix names the inventory
+// (both its namespace and its name appear as path segments).
+func (l Layout) prefixIsOwn(id rows.Identity, prefix string) bool {
+	segs := strings.Split(strings.Trim(prefix, "/"), "/")
+	ns, name := false, false
+	for _, s := range segs {
+		ns = ns || s == l.segment(id.Namespace)
+		name = name || s == l.segment(id.Name)
+	}
+	return ns && name
 }

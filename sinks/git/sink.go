@@ -163,6 +163,12 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	if err != nil {
 		return sinks.Ack{}, sinks.Permanent(err)
 	}
+	if s.written == nil && s.cfg.Layout.Mode == "perResource" {
+		// Restarted: what this sink owns is recorded in the remote.
+		if s.written, err = s.loadOwned(ctx, snap.Inventory); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
 	next := make(map[string]entry, len(flat)+len(files))
 	for p, e := range flat {
 		if !s.wroteBefore(snap, p) {
@@ -190,7 +196,13 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	if err := s.push(ctx, commit, base == plumbing.ZeroHash); err != nil {
+	var owned plumbing.ReferenceName
+	if s.cfg.Layout.Mode == "perResource" {
+		if owned, err = s.ownedCommit(snap.Inventory, written); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
+	if err := s.push(ctx, commit, base == plumbing.ZeroHash, owned); err != nil {
 		return sinks.Ack{}, err
 	}
 	s.remember(commit, next, written)
@@ -236,8 +248,11 @@ func (s *Sink) wroteBefore(snap *rows.Snapshot, p string) bool {
 		doc, _ := l.documentFile(snap.Inventory)
 		return p == doc
 	}
+	// No record in the remote (written by an older version): claim the
+	// files under the item tree's fixed prefix only when that prefix is
+	// this inventory's own, so a shared tree keeps others' files.
 	prefix := l.ownedPrefix(snap.Inventory)
-	return prefix != "" && strings.HasPrefix(p, prefix) && strings.HasSuffix(p, l.extension())
+	return prefix != "" && l.prefixIsOwn(snap.Inventory, prefix) && strings.HasPrefix(p, prefix) && strings.HasSuffix(p, l.extension())
 }
 
 func (s *Sink) remoteRef() plumbing.ReferenceName {
@@ -285,7 +300,6 @@ func (s *Sink) flatten(base plumbing.Hash) (map[string]entry, error) {
 	if base == s.lastCommit && s.lastFlat != nil {
 		return s.lastFlat, nil
 	}
-	s.written = nil
 	commit, err := s.repo.CommitObject(base)
 	if err != nil {
 		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
@@ -490,12 +504,16 @@ func (s *Sink) message(snap *rows.Snapshot) string {
 	return msg + "\n"
 }
 
-func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool) error {
+func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool, owned plumbing.ReferenceName) error {
 	spec := fmt.Sprintf("refs/heads/%s:refs/heads/%s", s.cfg.Branch, s.cfg.Branch)
 	if s.cfg.ForcePush || newBranch {
 		spec = "+" + spec
 	}
-	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec(spec)}, Auth: s.auth()})
+	specs := []config.RefSpec{config.RefSpec(spec)}
+	if owned != "" {
+		specs = append(specs, config.RefSpec("+"+string(owned)+":"+string(owned)))
+	}
+	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth()})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
 		return nil

@@ -241,3 +241,61 @@ func TestARestartedSinkStillRemovesFilesOfRowsDeletedMeanwhile(t *testing.T) {
 }
 
 func withMirror(c git.Config, dir string) git.Config { c.MirrorDir = dir; return c }
+
+// TestInventoriesSharingARepositoryKeepEachOthersFiles: two inventories of
+// one cluster write the default item tree of one repository. Neither
+// removes the other's files, while both run (the remote moves under each)
+// nor after a restart, and a restarted sink still removes the files of its
+// own rows deleted meanwhile (its list of owned files is kept in the
+// remote, outside the branch).
+func TestInventoriesSharingARepositoryKeepEachOthersFiles(t *testing.T) {
+	bare := remote(t)
+	cfg := git.Config{URL: "file://" + bare, Layout: git.Layout{Mode: "perResource", Content: "attributes", Cluster: "east"}}
+	ctx := context.Background()
+	inv := func(name string, rs ...*rows.Row) *rows.Snapshot {
+		return rows.NewSnapshot(rows.Identity{Namespace: name, Name: "inventory", Generation: 1}, rs, time.Now())
+	}
+	mk := func() *git.Sink {
+		s, err := git.New(withMirror(cfg, t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	export := func(s *git.Sink, snap *rows.Snapshot) {
+		t.Helper()
+		if _, err := s.Export(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := func() string { return gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main") }
+	a, b := mk(), mk()
+	export(a, inv("team-a", row(t, "a1", "x:1")))
+	export(b, inv("team-b", row(t, "b1", "x:1")))
+	export(a, inv("team-a", row(t, "a1", "x:1"), row(t, "a2", "x:1")))
+	want := "README.md\neast/demo/deployment/a1.yaml\neast/demo/deployment/a2.yaml\neast/demo/deployment/b1.yaml"
+	if got := files(); got != want {
+		t.Fatalf("while both run, files:\n%s\nwant:\n%s", got, want)
+	}
+	restarted := mk()
+	export(restarted, inv("team-a", row(t, "a2", "x:1")))
+	want = "README.md\neast/demo/deployment/a2.yaml\neast/demo/deployment/b1.yaml"
+	if got := files(); got != want {
+		t.Fatalf("after a restart, files:\n%s\nwant:\n%s", got, want)
+	}
+	if refs := gitCmd(t, bare, "for-each-ref", "--format=%(refname)", "refs/kollect/"); refs != "refs/kollect/owned/east/team-a/inventory\nrefs/kollect/owned/east/team-b/inventory" {
+		t.Fatalf("owned refs: %s", refs)
+	}
+}
+
+func TestLayoutPathsStayOutOfGitAndCIFolders(t *testing.T) {
+	for _, tmpl := range []string{".github/workflows/{sourceName}{extension}", "x/.git/{sourceName}{extension}", ".gitlab-ci.yml/{sourceName}"} {
+		s, err := git.New(git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", ItemPath: tmpl}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Export(context.Background(), snap(row(t, "a", "x:1"))); err == nil || !strings.Contains(err.Error(), "layout path") {
+			t.Errorf("%s: want a refusal, got %v", tmpl, err)
+		}
+	}
+}

@@ -162,6 +162,19 @@ func SinksIn(c client.Client, list client.ObjectList) handler.EventHandler {
 	})
 }
 
+// Probe tests a snapshot sink's connection as the reconciler does: the
+// message of ConnectionVerified on success, else a reason and an error.
+func (r *Reconciler) Probe(ctx context.Context, _ client.Reader, sink client.Object) (msg, reason string, err error) {
+	s, ok := sink.(*kollectv1alpha1.KollectSnapshotSink)
+	if !ok {
+		return "", ReasonTestFailed, fmt.Errorf("not a KollectSnapshotSink: %T", sink)
+	}
+	if reason, err := r.probe(ctx, s); err != nil {
+		return "", reason, err
+	}
+	return git.ProbeMessage, "", nil
+}
+
 func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (string, error) {
 	typ := s.Spec.Type
 	if typ == "" && s.Spec.Git != nil {
