@@ -36,6 +36,11 @@ type Manager struct {
 	informers  map[schema.GroupVersionResource]*entry
 	namespaces *generation
 	nsSubs     map[string]NamespaceSubscriber
+	// only, when set, is the namespace cache's fixed list (tenant mode):
+	// read one by one every pollEvery, into nsPolled.
+	only      []string
+	pollEvery time.Duration
+	nsPolled  cache.Store
 }
 
 type entry struct {
@@ -387,4 +392,5 @@ func (m *Manager) Stop() {
 		m.namespaces.cancel()
 		m.namespaces = nil
 	}
+	m.nsPolled = nil
 }

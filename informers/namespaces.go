@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,9 +19,22 @@ import (
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
+// OnlyNamespaces makes the namespace cache hold these namespaces only, each
+// read with a GET every `every`: what a tenant install's Roles allow (a
+// Role in a namespace grants get on that namespace, never a cluster-wide
+// list or watch). Call it before StartNamespaces.
+func (m *Manager) OnlyNamespaces(names []string, every time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.only, m.pollEvery = append([]string(nil), names...), every
+}
+
 // StartNamespaces starts the shared namespace informer and waits for it to
 // list.
 func (m *Manager) StartNamespaces(ctx context.Context) error {
+	if m.only != nil {
+		return m.pollNamespaces(ctx)
+	}
 	m.mu.Lock()
 	if e := m.namespaces; e != nil {
 		m.mu.Unlock()
@@ -95,13 +112,11 @@ func (m *Manager) UnwatchNamespaces(id string) {
 
 // Namespace returns the cached namespace, or nil.
 func (m *Manager) Namespace(name string) *unstructured.Unstructured {
-	m.mu.Lock()
-	e := m.namespaces
-	m.mu.Unlock()
-	if e == nil {
+	st := m.nsStore()
+	if st == nil {
 		return nil
 	}
-	obj, ok, _ := e.informer.GetStore().GetByKey(name)
+	obj, ok, _ := st.GetByKey(name)
 	if !ok {
 		return nil
 	}
@@ -111,11 +126,80 @@ func (m *Manager) Namespace(name string) *unstructured.Unstructured {
 
 // NamespaceNames lists every cached namespace.
 func (m *Manager) NamespaceNames() []string {
-	m.mu.Lock()
-	e := m.namespaces
-	m.mu.Unlock()
-	if e == nil {
+	st := m.nsStore()
+	if st == nil {
 		return nil
 	}
-	return e.informer.GetStore().ListKeys()
+	return st.ListKeys()
+}
+
+// pollNamespaces reads the fixed namespaces once, then keeps reading them
+// in the background; changes notify subscribers as the informer would.
+func (m *Manager) pollNamespaces(ctx context.Context) error {
+	m.mu.Lock()
+	if m.nsPolled != nil {
+		m.mu.Unlock()
+		return nil
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	m.mu.Unlock()
+	if err := m.pollOnce(ctx, store); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.mu.Lock()
+	m.nsPolled = store
+	m.namespaces = &generation{cancel: cancel}
+	m.mu.Unlock()
+	go func() {
+		t := time.NewTicker(m.pollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				_ = m.pollOnce(runCtx, store) // a failed read keeps the last one
+			}
+		}
+	}()
+	return nil
+}
+
+func (m *Manager) pollOnce(ctx context.Context, store cache.Store) error {
+	nsReads := projection.Base()
+	for _, name := range m.only {
+		u, err := m.dyn.Resource(namespacesGVR).Get(ctx, name, metav1.GetOptions{})
+		old, had, _ := store.GetByKey(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			if had {
+				_ = store.Delete(old)
+				m.namespaceChanged(old)
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("read namespace %s: %w", name, err)
+		}
+		project(u, nsReads)
+		_ = store.Add(u)
+		if o, ok := old.(*unstructured.Unstructured); !had || !ok || !maps.Equal(o.GetLabels(), u.GetLabels()) || !maps.Equal(o.GetAnnotations(), u.GetAnnotations()) {
+			m.namespaceChanged(u)
+		}
+	}
+	return nil
+}
+
+// nsStore is where namespaces are cached: the informer's store, or the
+// polled one.
+func (m *Manager) nsStore() cache.Store {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nsPolled != nil {
+		return m.nsPolled
+	}
+	if m.namespaces == nil || m.namespaces.informer == nil {
+		return nil
+	}
+	return m.namespaces.informer.GetStore()
 }

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// Tenant mode changes only what the webhooks say of the cluster kinds.
-	if mgr, err = env.StartManager("--tenant-mode"); err != nil {
+	if mgr, err = env.StartManager("--tenant-mode", "--watch-namespaces=team-a,team-b"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = env.Stop()
 		os.Exit(1)
@@ -212,6 +212,10 @@ spec:
 kind: KollectSnapshotSink
 metadata: {name: github, namespace: team-b}
 spec: {type: git, endpoint: "https://github.com/example/inventory.git", pathTemplate: "inventory/{namespace}/{name}.json"}`, "", "not JSON"},
+		{"credentials over plain HTTP warn", `apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: plain, namespace: team-b}
+spec: {type: git, endpoint: "http://git.example.com/inventory.git", secretRef: {name: git-credentials}}`, "", "plain http://"},
 		{"a connection test naming two sinks", `apiVersion: kollect.dev/v1alpha1
 kind: KollectConnectionTest
 metadata: {name: two, namespace: team-b}

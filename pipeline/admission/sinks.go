@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/sinks/git"
 )
 
 // common checks what every family sink shares: the interval floor of its
@@ -44,6 +45,11 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 		if g.PushPolicy == "ForcePush" {
 			warnings = append(warnings, "spec.git.pushPolicy ForcePush rewrites the branch's history on every export")
 		}
+	}
+	if ep := s.Spec.Endpoint; strings.HasPrefix(strings.ToLower(ep), "http://") && git.CredentialsRef(&s.Spec) != nil &&
+		!strings.EqualFold(s.Annotations[git.AllowPlainHTTPCredentials], "true") {
+		warnings = append(warnings, fmt.Sprintf("spec.endpoint is plain http:// and the sink has credentials: exports will refuse to send them "+
+			"unless the sink is annotated %s: \"true\" (development servers only)", git.AllowPlainHTTPCredentials))
 	}
 	typ := s.Spec.Type
 	if typ == "" || typ == "git" || typ == "gitlab" {

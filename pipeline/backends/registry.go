@@ -89,7 +89,7 @@ func gitFactory(policy endpoint.Policy) Factory {
 		if err := policy.CheckURL(ctx, url, schemes...); err != nil {
 			return nil, err
 		}
-		cfg, err := git.FromSpec(s.Name, &s.Spec, creds.Data, dir)
+		cfg, err := git.FromSink(s, creds.Data, dir)
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ func openSink(file string, cfg *Config) (*sinkOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	gc, err := git.FromSpec(s.Name, &s.Spec, secret, mirror)
+	gc, err := git.FromSink(&s, secret, mirror)
 	if err != nil {
 		os.RemoveAll(mirror)
 		return nil, fmt.Errorf("--sink %s: %w", file, err)

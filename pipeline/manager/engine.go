@@ -58,6 +58,12 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("discovery client: %w", err)
 	}
 	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
+	var only []string
+	if o.TenantMode {
+		// Roles only: namespaces are read one by one, never listed.
+		only = o.WatchNamespaces
+		inf.OnlyNamespaces(only, 30*time.Second)
+	}
 	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
 	writer.Events = mgr.GetEventRecorder("kollect")
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
@@ -77,7 +83,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
 		Concurrency: o.ConcurrentTarget, Metrics: cm, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
-			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}}
+			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}, Only: only}
 	if err := tr.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
@@ -88,19 +94,23 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	resolver := &inventory.Resolver{Client: mgr.GetClient(),
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
-		Resolver: resolver}
+		Resolver: resolver, Tenant: o.TenantMode}
 	if err := ir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up inventory controller: %w", err)
 	}
-	ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
-		Metrics: cm, Defaults: tr.Defaults}
-	if err := ctr.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up cluster target controller: %w", err)
-	}
-	cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
-		Metrics: cm, Resync: resync}
-	if err := cir.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up cluster inventory controller: %w", err)
+	// A tenant install has no right to the cluster kinds (and its webhooks
+	// refuse them): their controllers do not run.
+	if !o.TenantMode {
+		ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+			Metrics: cm, Defaults: tr.Defaults}
+		if err := ctr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up cluster target controller: %w", err)
+		}
+		cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
+			Metrics: cm, Resync: resync}
+		if err := cir.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up cluster inventory controller: %w", err)
+		}
 	}
 	if err := familysink.SetupDatabaseSinks(mgr, registry, cm, writer.Events); err != nil {
 		return fmt.Errorf("set up database sink controller: %w", err)

@@ -157,6 +157,9 @@ func (o *Options) Validate() error {
 	if o.MaxExportBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))
 	}
+	if o.TenantMode && len(o.WatchNamespaces) == 0 {
+		errs = append(errs, errors.New("--tenant-mode needs --watch-namespaces: a tenant install reads only the namespaces its Roles cover"))
+	}
 	for _, n := range o.WatchNamespaces {
 		if strings.TrimSpace(n) == "" {
 			errs = append(errs, errors.New("--watch-namespaces must not contain empty names"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"kollect.dev/kollect/pipeline/manager"
 )
@@ -23,6 +24,13 @@ type Manager struct {
 // StartManager runs the real manager against e with the given extra flags
 // (fast batching and status flushes are preset for tests).
 func (e *Env) StartManager(args ...string) (*Manager, error) {
+	return e.StartManagerAs(e.Config, args...)
+}
+
+// StartManagerAs runs the manager with another identity's rest config (an
+// impersonated service account), as a deployment with that account's RBAC
+// would run.
+func (e *Env) StartManagerAs(cfg *rest.Config, args ...string) (*Manager, error) {
 	metrics, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -47,7 +55,7 @@ func (e *Env) StartManager(args ...string) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{MetricsAddr: metrics, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- manager.Run(ctx, e.Config, o) }()
+	go func() { m.done <- manager.Run(ctx, cfg, o) }()
 	if w := e.webhooks; w != nil && o.WebhooksEnabled {
 		// Nothing of kollect.dev can be written until the webhooks answer.
 		if err := waitForTLS(net.JoinHostPort(w.LocalServingHost, fmt.Sprint(w.LocalServingPort)), m.done); err != nil {

@@ -41,6 +41,28 @@ func Endpoint(spec *kollectv1alpha1.KollectSnapshotSinkSpec) (string, string, er
 	return u.String(), branch, nil
 }
 
+// AllowPlainHTTPCredentials is the sink annotation that lets credentials
+// travel over plain http:// (an in-cluster development server).
+const AllowPlainHTTPCredentials = "kollect.dev/allow-plain-http-credentials"
+
+// FromSink builds the configuration of a snapshot sink object: its spec,
+// and the annotation that allows credentials over plain HTTP.
+func FromSink(s *kollectv1alpha1.KollectSnapshotSink, secret map[string][]byte, mirrorDir string) (Config, error) {
+	cfg, err := FromSpec(s.Name, &s.Spec, secret, mirrorDir)
+	cfg.AllowPlainHTTPCredentials = strings.EqualFold(strings.TrimSpace(s.Annotations[AllowPlainHTTPCredentials]), "true")
+	return cfg, err
+}
+
+// checkTransport refuses credentials that would cross the network in the
+// clear.
+func (c Config) checkTransport() error {
+	if strings.HasPrefix(strings.ToLower(c.URL), "http://") && (c.Token != "" || c.Username != "") && !c.AllowPlainHTTPCredentials {
+		return fmt.Errorf("credentials over plain http:// are refused (%s): use https://, or annotate the sink %s: \"true\" for a development server",
+			redact(c.URL), AllowPlainHTTPCredentials)
+	}
+	return nil
+}
+
 // FromSpec builds a Git sink configuration from a snapshot sink and the
 // data of its credentials Secret (nil when it has none).
 func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret map[string][]byte, mirrorDir string) (Config, error) {

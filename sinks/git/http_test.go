@@ -45,7 +45,7 @@ func TestHTTPRemoteWithTokenAuth(t *testing.T) {
 	srv := httpRemote(t, filepath.Dir(bare), "s3cret")
 	url := srv.URL + "/" + filepath.Base(bare)
 
-	good, err := git.New(git.Config{URL: url, Token: "s3cret", MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	good, err := git.New(git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "s3cret", MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +55,11 @@ func TestHTTPRemoteWithTokenAuth(t *testing.T) {
 	if got := gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"); got != "README.md\ninventory/default/demo-inventory.json" {
 		t.Fatalf("files after an HTTP push:\n%s", got)
 	}
-	if err := git.Probe(context.Background(), git.Config{URL: url, Token: "s3cret"}); err != nil {
+	if err := git.Probe(context.Background(), git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "s3cret"}); err != nil {
 		t.Errorf("probe with a valid token: %v", err)
 	}
 
-	bad, err := git.New(git.Config{URL: url, Token: "wrong", MirrorDir: t.TempDir()})
+	bad, err := git.New(git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "wrong", MirrorDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

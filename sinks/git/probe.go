@@ -19,6 +19,9 @@ const ProbeMessage = "TLS and git remote reachability verified"
 // reachable and the credentials are accepted. An empty repository counts
 // as reachable.
 func Probe(ctx context.Context, cfg Config) error {
+	if err := cfg.checkTransport(); err != nil {
+		return err
+	}
 	s := &Sink{cfg: cfg}
 	if strings.HasPrefix(cfg.URL, "ssh://") {
 		a, err := sshAuth(cfg)
@@ -28,7 +31,7 @@ func Probe(ctx context.Context, cfg Config) error {
 		s.sshAuth = a
 	}
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}})
-	_, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.auth()})
+	_, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(cfg.URL)})
 	if err == nil || errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil
 	}

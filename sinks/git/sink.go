@@ -42,8 +42,12 @@ type Config struct {
 	CommitBody      string
 	Trailers        []string
 	ForcePush       bool
-	SinkName        string
-	MirrorDir       string // local mirror; default a temp dir
+	// AllowPlainHTTPCredentials lets a token or password travel over
+	// plain http:// (the sink's kollect.dev/allow-plain-http-credentials
+	// annotation); refused otherwise.
+	AllowPlainHTTPCredentials bool
+	SinkName                  string
+	MirrorDir                 string // local mirror; default a temp dir
 	// GCEvery is how many commits pass between two collections of the
 	// mirror's garbage (default 200).
 	GCEvery int
@@ -109,6 +113,9 @@ func New(cfg Config) (*Sink, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
+	if err := cfg.checkTransport(); err != nil {
+		return nil, err
 	}
 	_ = repo.DeleteRemote("origin")
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}}); err != nil {
@@ -263,7 +270,7 @@ func (s *Sink) remoteRef() plumbing.ReferenceName {
 // missing branch gives the zero hash.
 func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", s.cfg.Branch, s.remoteRef()))
-	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), Force: true})
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), isMissingRef(err):
@@ -513,7 +520,7 @@ func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool, o
 	if owned != "" {
 		specs = append(specs, config.RefSpec("+"+string(owned)+":"+string(owned)))
 	}
-	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth()})
+	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
 		return nil

@@ -7,12 +7,16 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"golang.org/x/crypto/ssh"
 
 	"kollect.dev/kollect/sinks/git"
@@ -128,5 +132,66 @@ func TestSSHRemoteWithKeyAndKnownHosts(t *testing.T) {
 	}
 	if _, err := git.New(git.Config{URL: url, SSHKey: pem.EncodeToMemory(block)}); err == nil || !strings.Contains(err.Error(), "known_hosts") {
 		t.Errorf("ssh without known_hosts must be refused with a clear message, got %v", err)
+	}
+}
+
+// With the guard installed, an ssh:// remote is dialled through it too
+// (not through ALL_PROXY or a plain dial), and a refusal stops the probe.
+func TestGitSSHDialsThroughTheGuard(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := ssh.MarshalPrivateKey(priv, "")
+	clientPub, _ := ssh.NewPublicKey(pub)
+	addr, knownHosts := sshRemote(t, clientPub)
+	url := "ssh://git@" + addr + remote(t)
+	var mu sync.Mutex
+	var dialled []string
+	refuse := false
+	git.GuardHTTP(func(ctx context.Context, network, a string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		dialled = append(dialled, a)
+		if refuse {
+			return nil, errors.New("refused by the endpoint guard")
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, a)
+	})
+	t.Cleanup(func() {
+		client.InstallProtocol("http", githttp.DefaultClient)
+		client.InstallProtocol("https", githttp.DefaultClient)
+	})
+	cfg := git.Config{URL: url, SSHKey: pem.EncodeToMemory(block), KnownHosts: knownHosts}
+	if err := git.Probe(context.Background(), cfg); err != nil {
+		t.Fatalf("probe through the guard: %v", err)
+	}
+	mu.Lock()
+	if len(dialled) != 1 || dialled[0] != addr {
+		t.Errorf("want %s dialled through the guard, got %v", addr, dialled)
+	}
+	refuse = true
+	mu.Unlock()
+	if err := git.Probe(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "refused by the endpoint guard") {
+		t.Fatalf("want the guard's refusal, got %v", err)
+	}
+}
+
+func TestCredentialsOverPlainHTTPAreRefused(t *testing.T) {
+	cfg := git.Config{URL: "http://git.example.com/inventory.git", Token: "secret-token", MirrorDir: t.TempDir()}
+	_, err := git.New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "plain http://") || strings.Contains(err.Error(), "secret-token") {
+		t.Fatalf("want a refusal without the token, got %v", err)
+	}
+	if err := git.Probe(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), git.AllowPlainHTTPCredentials) {
+		t.Fatalf("probe: want a refusal naming the opt-in, got %v", err)
+	}
+	cfg.AllowPlainHTTPCredentials = true
+	if _, err := git.New(cfg); err != nil {
+		t.Fatalf("opted in: %v", err)
+	}
+	if _, err := git.New(git.Config{URL: "http://git.example.com/public.git", MirrorDir: t.TempDir()}); err != nil {
+		t.Fatalf("no credentials, nothing to protect: %v", err)
 	}
 }

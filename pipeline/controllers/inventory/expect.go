@@ -12,12 +12,12 @@ import (
 )
 
 // ExpectedTargets lists the targets whose rows an inventory of namespace
-// reads and that should be running: the namespace's KollectTargets and every
-// KollectClusterTarget, less the suspended ones and those being deleted. The
+// reads and that should be running: the namespace's KollectTargets and, with
+// cluster, every KollectClusterTarget, less the suspended ones and those being deleted. The
 // engine holds the inventory's exports until each of them has listed its
 // objects, so a restarted manager never exports before it has seen
 // everything.
-func ExpectedTargets(ctx context.Context, c client.Reader, namespace string) ([]messages.TargetRef, error) {
+func ExpectedTargets(ctx context.Context, c client.Reader, namespace string, cluster bool) ([]messages.TargetRef, error) {
 	var out []messages.TargetRef
 	var list kollectv1alpha1.KollectTargetList
 	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
@@ -28,11 +28,14 @@ func ExpectedTargets(ctx context.Context, c client.Reader, namespace string) ([]
 			out = append(out, messages.TargetRef{Kind: "KollectTarget", Namespace: t.Namespace, Name: t.Name})
 		}
 	}
-	var cluster kollectv1alpha1.KollectClusterTargetList
-	if err := c.List(ctx, &cluster); err != nil {
+	if !cluster {
+		return out, nil
+	}
+	var cts kollectv1alpha1.KollectClusterTargetList
+	if err := c.List(ctx, &cts); err != nil {
 		return nil, fmt.Errorf("list cluster targets: %w", err)
 	}
-	for _, t := range cluster.Items {
+	for _, t := range cts.Items {
 		if Runs(t.Spec.Suspend, &t) {
 			out = append(out, messages.TargetRef{Kind: engine.ClusterTargetKind, Name: t.Name})
 		}

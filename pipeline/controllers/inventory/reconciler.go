@@ -55,13 +55,19 @@ type Reconciler struct {
 	Resolver    *Resolver
 	Concurrency int
 	Metrics     *controllers.Metrics
+	// Tenant: the operator runs on Roles only, without cluster targets.
+	Tenant bool
 }
 
 // SetupWithManager registers the reconciler; sink changes requeue the
 // inventories of their namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toInventories := handler.EnqueueRequestsFromMapFunc(r.inventoriesIn)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if !r.Tenant {
+		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged()))
+	}
+	return b.
 		Named("kollectinventory").
 		For(&kollectv1alpha1.KollectInventory{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
@@ -71,7 +77,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// waits for before it exports (a cluster target, having no
 		// namespace, requeues the inventories of every namespace).
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
-		Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		// A scope change re-checks the inventories of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
@@ -137,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return degrade(reason, err.Error())
 	}
-	expect, err := ExpectedTargets(ctx, r.Client, inv.Namespace)
+	expect, err := ExpectedTargets(ctx, r.Client, inv.Namespace, !r.Tenant)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -187,7 +187,7 @@ func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapsh
 	if err != nil {
 		return ReasonSecretFailed, err
 	}
-	cfg, err := git.FromSpec(s.Name, &s.Spec, creds.Data, "")
+	cfg, err := git.FromSink(s, creds.Data, "")
 	if err != nil {
 		return ReasonTestFailed, err
 	}

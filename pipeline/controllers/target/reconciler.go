@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,9 @@ type Reconciler struct {
 	Resync      time.Duration
 	Concurrency int
 	Metrics     *controllers.Metrics
+	// Only, in tenant mode, are the namespaces the operator may read: a
+	// target reads within them, through informers scoped to one of them.
+	Only []string
 
 	mu      sync.Mutex
 	applied map[types.NamespacedName]string // target+profile generations in the engine
@@ -185,6 +189,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return degrade(v.Reason, v.Message)
 	}
 
+	if len(r.Only) > 0 {
+		if err := pinToWatched(c, r.Only); err != nil {
+			return degrade(ReasonInformerRegFailed, err.Error())
+		}
+	}
+
 	generations := fmt.Sprintf("%d/%s/%s", t.Generation, p.ResourceVersion, ceiling.Version())
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
@@ -231,6 +241,27 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *Compiled, own string)
 	ceiling.Restrict(c.Selection)
 	_, effective = MatchNamespaces(nss, c.Selection)
 	return matched, effective, nil
+}
+
+// pinToWatched keeps a tenant-mode target within the watched namespaces
+// and gives its informer one namespace to list (a Role grants no more).
+func pinToWatched(c *Compiled, only []string) error {
+	watched := map[string]bool{}
+	for _, ns := range only {
+		watched[ns] = true
+	}
+	prev := c.Selection.Within
+	c.Selection.Within = func(ns string) bool { return watched[ns] && (prev == nil || prev(ns)) }
+	switch {
+	case c.Namespace != "" && !watched[c.Namespace]:
+		return fmt.Errorf("namespace %q is not watched by this tenant-mode operator (--watch-namespaces %s)", c.Namespace, strings.Join(only, ","))
+	case c.Namespace == "" && len(only) == 1:
+		c.Namespace = only[0]
+	case c.Namespace == "":
+		return fmt.Errorf("this tenant-mode operator watches several namespaces (%s): name the one this target reads, in includedNamespaces or with a kubernetes.io/metadata.name namespaceSelector",
+			strings.Join(only, ","))
+	}
+	return nil
 }
 
 // MatchNamespaces lists the namespaces a selection's intent and filters match.
