@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/nats"
@@ -89,5 +95,42 @@ func TestFileRemotesOnlyForDevelopment(t *testing.T) {
 	}
 	if _, err := gitFactory(endpoint.Policy{AllowLoopback: true})(ctx, sink, Credentials{}, t.TempDir()); err != nil {
 		t.Fatalf("with the development flag a file:// remote is accepted: %v", err)
+	}
+}
+
+// A Git remote whose name resolves to a public address when the backend is
+// built and checked, and to loopback when it dials (DNS rebinding), is
+// refused at the dial, though a Git server listens there.
+func TestGitRebindingBetweenCheckAndDialIsRefused(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	var lookups atomic.Int32
+	rebinding := func(context.Context, string) ([]netip.Addr, error) {
+		if lookups.Add(1) == 1 {
+			return []netip.Addr{netip.MustParseAddr("192.0.2.10")}, nil // the check's answer (never dialled)
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	policy := endpoint.Policy{Lookup: rebinding}
+	git.GuardHTTP(GuardedDial(policy))
+	t.Cleanup(func() {
+		client.InstallProtocol("http", githttp.DefaultClient)
+		client.InstallProtocol("https", githttp.DefaultClient)
+	})
+	var sink kollectv1alpha1.KollectSnapshotSink
+	sink.Name, sink.Namespace = "rebinding", "team-a"
+	sink.Spec.Type, sink.Spec.Endpoint = "git", "http://rebind.example:"+strings.Split(srv.URL, ":")[2]+"/inventory.git"
+	b, err := Default(policy)["snapshot/git"](context.Background(), &sink, Credentials{}, t.TempDir())
+	if err != nil {
+		t.Fatalf("the check's answer was public, so the backend is built: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = b.Export(ctx, rows.Diff(nil, sinktest.Snap(rows.Identity{Namespace: "team-a", Name: "inv"}, sinktest.Rows(1, "1"))))
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("want the rebound dial refused, got %v", err)
+	}
+	if lookups.Load() < 2 {
+		t.Fatalf("the dial did not resolve the name again (%d lookups)", lookups.Load())
 	}
 }

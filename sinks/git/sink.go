@@ -82,8 +82,7 @@ type renderedFile struct {
 
 var _ sinks.Snapshot = (*Sink)(nil)
 
-// New opens (or creates) the local mirror for cfg.
-func New(cfg Config) (*Sink, error) {
+func (cfg Config) withDefaults() Config {
 	if cfg.Branch == "" {
 		cfg.Branch = "main"
 	}
@@ -96,6 +95,12 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.CommitMessage == "" {
 		cfg.CommitMessage = "chore({cluster}/{namespace}/{name}): export {itemCount} items @ {checksumShort}"
 	}
+	return cfg
+}
+
+// New opens (or creates) the local mirror for cfg.
+func New(cfg Config) (*Sink, error) {
+	cfg = cfg.withDefaults()
 	dir := cfg.MirrorDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "kollect-git-")

@@ -209,6 +209,15 @@ func (s *Sink) prepare(ctx context.Context) (string, error) {
 	return s.conflict, nil
 }
 
+// ExpectedDDL is the table an ensure-mode sink of cfg creates.
+func ExpectedDDL(cfg Config) string {
+	schema := cfg.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	return createTable(ident(schema) + "." + ident(cfg.Table))
+}
+
 func createTable(table string) string {
 	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
   inventory_namespace TEXT NOT NULL,

@@ -84,6 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	obj := wrap()
 	common, st := obj.common()
+	if err := snapshotsink.ApplyPreview(ctx, r.Client, raw, st, time.Now()); err != nil {
+		return reconcile.Result{}, err
+	}
 	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[snapshotsink.TestConnectionAnnotation]), "true")
 	if common.ConnectionTest != nil && !*common.ConnectionTest && !forced {
 		return reconcile.Result{}, nil

@@ -64,6 +64,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if err := ApplyPreview(ctx, r.Client, &s, &s.Status, time.Now()); err != nil {
+		return reconcile.Result{}, err
+	}
 	forced := strings.EqualFold(strings.TrimSpace(s.Annotations[TestConnectionAnnotation]), "true")
 	enabled := s.Spec.ConnectionTest == nil || *s.Spec.ConnectionTest
 	if !enabled && !forced {
