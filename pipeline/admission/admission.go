@@ -23,6 +23,10 @@ type Options struct {
 	Policy endpoint.Policy
 	// MaxExportBytes is the global export ceiling (0: the default).
 	MaxExportBytes int64
+
+	// policyOnly leaves out what the offline validator checks itself
+	// (expressions and references that compile, reference shapes).
+	policyOnly bool
 }
 
 // Kinds lists the validated kinds.
@@ -87,7 +91,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		register(mgr, &kollectv1alpha1.KollectProfile{}, &validator[*kollectv1alpha1.KollectProfile]{kind: "KollectProfile", check: profile}),
 		register(mgr, &kollectv1alpha1.KollectTarget{}, &validator[*kollectv1alpha1.KollectTarget]{kind: "KollectTarget", strictOnDelete: true, plain: true,
 			check: func(ctx context.Context, t *kollectv1alpha1.KollectTarget) ([]string, []string) {
-				return target(ctx, c, t)
+				return target(ctx, c, o, t)
 			}}),
 		register(mgr, &kollectv1alpha1.KollectClusterTarget{}, &validator[*kollectv1alpha1.KollectClusterTarget]{kind: "KollectClusterTarget",
 			check: func(ctx context.Context, t *kollectv1alpha1.KollectClusterTarget) ([]string, []string) {
@@ -128,6 +132,32 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return nil
+}
+
+// Policy runs the rules of the webhooks that depend on policy and on other
+// objects (scopes in force, interval floors, endpoints, tenant mode) against
+// what c holds: `kollect validate` gives it the objects of the files it
+// reads, and checks expressions, references and Secret guards itself. obj
+// is a typed Kollect object; other objects pass.
+func Policy(ctx context.Context, c client.Reader, o Options, obj client.Object) (warnings, problems []string) {
+	o.policyOnly = true
+	switch x := obj.(type) {
+	case *kollectv1alpha1.KollectTarget:
+		return target(ctx, c, o, x)
+	case *kollectv1alpha1.KollectClusterTarget:
+		return clusterTarget(ctx, c, o, x)
+	case *kollectv1alpha1.KollectInventory:
+		return inventory(ctx, c, o, x)
+	case *kollectv1alpha1.KollectClusterInventory:
+		return clusterInventory(ctx, c, o, x)
+	case *kollectv1alpha1.KollectSnapshotSink:
+		return snapshotSink(ctx, c, o, x)
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return databaseSink(ctx, c, o, x)
+	case *kollectv1alpha1.KollectEventSink:
+		return eventSink(ctx, c, o, x)
+	}
+	return nil, nil
 }
 
 // Configuration is the ValidatingWebhookConfiguration of the eleven

@@ -77,8 +77,8 @@ func getProfile(ctx context.Context, c client.Reader, ns, name string) (*kollect
 // target: the selection compiles; under a KollectScope the kinds and the
 // listed namespaces are within it (selector-only targets are checked at
 // runtime, on the namespaces they really match).
-func target(ctx context.Context, c client.Reader, t *kollectv1alpha1.KollectTarget) (warnings, problems []string) {
-	if t.Spec.ProfileRef == "" || strings.Contains(t.Spec.ProfileRef, "/") {
+func target(ctx context.Context, c client.Reader, o Options, t *kollectv1alpha1.KollectTarget) (warnings, problems []string) {
+	if !o.policyOnly && (t.Spec.ProfileRef == "" || strings.Contains(t.Spec.ProfileRef, "/")) {
 		problems = append(problems, fmt.Sprintf("spec.profileRef: %q must be the name of a KollectProfile in namespace %q", t.Spec.ProfileRef, t.Namespace))
 	}
 	p, err := getProfile(ctx, c, t.Namespace, t.Spec.ProfileRef)
@@ -86,10 +86,10 @@ func target(ctx context.Context, c client.Reader, t *kollectv1alpha1.KollectTarg
 		return nil, append(problems, err.Error())
 	}
 	compiled, err := selectionOnly(t, p)
-	if err != nil {
+	if err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}
-	if p == nil {
+	if p == nil && !o.policyOnly {
 		warnings = append(warnings, fmt.Sprintf("KollectProfile %q does not exist yet in namespace %q; the target waits for it", t.Spec.ProfileRef, t.Namespace))
 	}
 	ceiling, err := scope.Namespaced(ctx, c, t.Namespace)
@@ -112,10 +112,10 @@ func clusterTarget(ctx context.Context, c client.Reader, o Options, t *kollectv1
 		return nil, []string{"cluster-scoped targets are not allowed: the operator runs in tenant mode"}
 	}
 	ref := t.Spec.ProfileRef
-	if ref.Name == "" || ref.Namespace == "" {
+	if (ref.Name == "" || ref.Namespace == "") && !o.policyOnly {
 		problems = append(problems, "spec.profileRef: name and namespace are required")
 	}
-	if t.Spec.NamespaceSelector == nil || (len(t.Spec.NamespaceSelector.MatchLabels) == 0 && len(t.Spec.NamespaceSelector.MatchExpressions) == 0) {
+	if s := t.Spec.NamespaceSelector; s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0) {
 		problems = append(problems, "spec.namespaceSelector: required, and must not be empty (it would select every namespace)")
 	}
 	p, err := getProfile(ctx, c, ref.Namespace, ref.Name)
@@ -125,7 +125,7 @@ func clusterTarget(ctx context.Context, c client.Reader, o Options, t *kollectv1
 	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: ref.Name,
 		NamespaceSelector: t.Spec.NamespaceSelector, CollectionFilterSpec: t.Spec.CollectionFilterSpec}}
 	compiled, err := selectionOnly(as, p)
-	if err != nil {
+	if err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}
 	ceiling, err := scope.Cluster(ctx, c)

@@ -69,7 +69,7 @@ func maxBytes(o Options, field string, v *int64) []string {
 
 // inventory: sink references and the interval floor of its namespace.
 func inventory(ctx context.Context, c client.Reader, o Options, inv *kollectv1alpha1.KollectInventory) (warnings, problems []string) {
-	if err := cinventory.CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil {
+	if err := cinventory.CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}
 	problems = append(problems, maxBytes(o, "spec.maxExportBytes", inv.Spec.MaxExportBytes)...)
@@ -95,7 +95,7 @@ func clusterInventory(ctx context.Context, c client.Reader, o Options, ci *kolle
 	if strings.Contains(sinkNS, "/") {
 		problems = append(problems, fmt.Sprintf("spec.sinkNamespace: %q must be a namespace name", sinkNS))
 	}
-	if err := cinventory.CheckRefs(ci.Spec.SinkRefs, sinkNS, true); err != nil {
+	if err := cinventory.CheckRefs(ci.Spec.SinkRefs, sinkNS, true); err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}
 	if s := ci.Spec.NamespaceSelector; s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0) {

@@ -92,6 +92,9 @@ func Paths(ctx context.Context, paths []string) (*Result, error) {
 	for _, d := range docs {
 		v.references(d)
 	}
+	if err := v.policy(ctx, docs); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
