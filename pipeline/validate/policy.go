@@ -67,4 +67,3 @@ func splitField(s string) (string, string) {
 	}
 	return "", s
 }
-
