@@ -22,6 +22,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kollect.dev/kollect/pipeline/admission"
+	"kollect.dev/kollect/pipeline/endpoint"
 	"kollect.dev/kollect/pipeline/testenv"
 )
 
@@ -37,12 +39,22 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	corpusDir = dir
-	env, err = testenv.Start()
+	// The samples are applied through Kollect's validating webhooks, as a
+	// chart install serves them (the controllers do not run here: they
+	// would probe the public hosts the samples name).
+	env, err = testenv.StartWithWebhooks()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	stop, err := env.ServeWebhooks(admission.Options{Policy: endpoint.Policy{AllowPrivate: true}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
 	code := m.Run()
+	stop()
 	_ = env.Stop()
 	os.Exit(code)
 }
@@ -142,4 +154,20 @@ func get(t *testing.T, apiVersion, kind, namespace, name string) *unstructured.U
 		t.Fatalf("get %s %s/%s: %v", kind, namespace, name, err)
 	}
 	return u
+}
+
+// TestWebhooksAreServed: the samples above were applied through the
+// webhooks, which do refuse what only they check.
+func TestWebhooksAreServed(t *testing.T) {
+	ensureNamespaces(t, "webhook-check")
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kollectAPI, "kind": "KollectProfile",
+		"metadata": map[string]any{"name": "secret-data", "namespace": "webhook-check"},
+		"spec": map[string]any{"targetGVK": map[string]any{"group": "", "version": "v1", "kind": "Secret"},
+			"attributes": []any{map[string]any{"name": "password", "path": "$.data.password"}}},
+	}}
+	err := apply(context.Background(), u)
+	if err == nil || !strings.Contains(err.Error(), "kollect.dev/allow-secret-extraction") {
+		t.Fatalf("want the webhook's Secret guard, got %v", err)
+	}
 }
