@@ -29,7 +29,7 @@ func (e *Env) ServeWebhooks(o admission.Options) (stop func(), err error) {
 	}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir})})
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir})})
 	if err != nil {
 		return nil, fmt.Errorf("webhook manager: %w", err)
 	}
