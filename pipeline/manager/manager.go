@@ -156,7 +156,26 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	ctrl.LoggerFrom(ctx).Info("starting manager",
 		"metrics", o.MetricsBindAddress, "probes", o.ProbeBindAddress, "leaderElection", o.LeaderElect,
 		"goMemoryLimitBytes", applyMemoryLimit())
-	if err := mgr.Start(ctx); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return wrapRun(err)
+	case <-ctx.Done():
+	}
+	// controller-runtime waits for its caches to sync without heeding the
+	// context: a manager that cannot list what it watches (missing RBAC)
+	// would never return. Past the graceful period, give up on it.
+	select {
+	case err := <-done:
+		return wrapRun(err)
+	case <-time.After(o.GracefulShutdownTimeout + 5*time.Second):
+		return fmt.Errorf("run manager: did not stop within %s (caches that never synced? check the operator's RBAC)", o.GracefulShutdownTimeout+5*time.Second)
+	}
+}
+
+func wrapRun(err error) error {
+	if err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
