@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -278,5 +279,80 @@ func TestConfigurationCoversEveryKind(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTenantsApplyWithTheirOwnIdentity: two teams, each a service account
+// with a Role over the Kollect kinds of its own namespace, apply through
+// the API server as themselves. RBAC keeps each out of the other's
+// namespace; the webhooks hold each inside its scope and warn of a Secret
+// the operator will not read for it.
+func TestTenantsApplyWithTheirOwnIdentity(t *testing.T) {
+	for _, d := range strings.Split(setup, "\n---\n") {
+		mustApply(t, d)
+	}
+	as := map[string]client.Client{}
+	for _, team := range []string{"team-a", "team-b"} {
+		mustApply(t, fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: gitops, namespace: %[1]s}`, team), fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: kollect-editor, namespace: %[1]s}
+rules:
+- apiGroups: [kollect.dev]
+  resources: [kollectprofiles, kollecttargets, kollectinventories, kollectsnapshotsinks, kollectdatabasesinks, kollecteventsinks, kollectconnectiontests]
+  verbs: [get, list, watch, create, update, patch, delete]`, team), fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: kollect-editor, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: kollect-editor}
+subjects: [{kind: ServiceAccount, name: gitops, namespace: %[1]s}]`, team))
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + team + ":gitops"}
+		c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		as[team] = c
+	}
+	applyAs := func(team, doc string) error {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return as[team].Patch(context.Background(), u, client.Apply, client.ForceOwnership, client.FieldOwner(team))
+	}
+	// team-a reaches for team-b's namespace, first through its own target,
+	// then by writing there.
+	err := applyAs("team-a", `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: theirs, namespace: team-a}
+spec: {profileRef: configmaps, includedNamespaces: [team-b]}`)
+	if err == nil || !strings.Contains(err.Error(), `workload namespace "team-b" is not in KollectScope "team-a-scope" allowedNamespaces`) {
+		t.Fatalf("team-a's target on team-b: want the scope's refusal, got %v", err)
+	}
+	err = applyAs("team-a", `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: planted, namespace: team-b}
+spec: {profileRef: configmaps}`)
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("team-a writing into team-b: want Forbidden, got %v", err)
+	}
+	// team-b (no scope) may collect its own namespace; its sink naming the
+	// platform's Secret is admitted with a warning that says it will not be
+	// read.
+	if err := applyAs("team-b", `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: own, namespace: team-b}
+spec: {profileRef: configmaps, includedNamespaces: [team-b]}`); err != nil {
+		t.Fatalf("team-b's own target: %v", err)
+	}
+	err, warns := apply(t, `apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: borrowed, namespace: team-b}
+spec:
+  type: postgres
+  postgres: {databaseRef: {name: inventory-dsn, namespace: kollect-system}, table: items}`)
+	if err != nil || !strings.Contains(strings.Join(warns, "\n"), `Secret kollect-system/inventory-dsn is outside namespace "team-b"`) {
+		t.Fatalf("want a warning about the Secret, got %v %v", err, warns)
 	}
 }

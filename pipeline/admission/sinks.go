@@ -8,13 +8,39 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/scope"
 	"kollect.dev/kollect/sinks/git"
 )
 
+// secretWarnings warns of Secret references the operator will refuse to
+// read: outside the sink's namespace, where its scope does not allow them.
+// (A warning, not a refusal: the platform may grant the namespace later,
+// and upstream samples name such Secrets.)
+func secretWarnings(ctx context.Context, c client.Reader, ns string, refs ...*kollectv1alpha1.SecretReference) []string {
+	var out []string
+	for _, r := range refs {
+		if r == nil || r.Namespace == "" || r.Namespace == ns {
+			continue
+		}
+		ceiling, err := scope.Namespaced(ctx, c, ns)
+		if err == nil && ceiling.AllowsSecretNamespace(ns, r.Namespace) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("Secret %s/%s is outside namespace %q: the operator reads it only if the KollectScope of %q lists %q in spec.allowedSecretNamespaces",
+			r.Namespace, r.Name, ns, ns, r.Namespace))
+	}
+	return out
+}
+
 // common checks what every family sink shares: the interval floor of its
-// namespace and the warnings of API.md §5.
+// namespace, its Secret references and the warnings of API.md §5.
 func common(ctx context.Context, c client.Reader, ns string, s *kollectv1alpha1.SinkCommonFields) (warnings, problems []string) {
 	problems = floorProblems(ctx, c, ns, map[string]string{"spec.exportMinInterval": string(s.ExportMinInterval)})
+	refs := []*kollectv1alpha1.SecretReference{s.SecretRef}
+	if s.TLS != nil {
+		refs = append(refs, s.TLS.CASecretRef)
+	}
+	warnings = append(warnings, secretWarnings(ctx, c, ns, refs...)...)
 	if s.Provisioning != nil && s.Provisioning.Mode == "existing" {
 		warnings = append(warnings, "spec.provisioning.mode existing: the sink's table, topic or stream must exist; nothing is created")
 	}
@@ -42,6 +68,9 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 	}
 	if g := s.Spec.Git; g != nil {
 		problems = append(problems, o.endpoint("spec.git.endpoint", g.Endpoint)...)
+		if g.Auth != nil {
+			warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, g.Auth.SecretRef)...)
+		}
 		if g.PushPolicy == "ForcePush" {
 			warnings = append(warnings, "spec.git.pushPolicy ForcePush rewrites the branch's history on every export")
 		}
@@ -74,6 +103,14 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 func databaseSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectDatabaseSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s.Namespace, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
+	switch {
+	case s.Spec.Postgres != nil:
+		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, &s.Spec.Postgres.DatabaseRef)...)
+	case s.Spec.MongoDB != nil:
+		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, &s.Spec.MongoDB.DatabaseRef)...)
+	case s.Spec.BigQuery != nil:
+		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, s.Spec.BigQuery.SecretRef)...)
+	}
 	return warnings, problems
 }
 
@@ -83,8 +120,10 @@ func eventSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alph
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
 	if n := s.Spec.NATS; n != nil {
 		problems = append(problems, o.endpoint("spec.nats.url", n.URL)...)
+		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, n.SecretRef)...)
 	}
 	if k := s.Spec.Kafka; k != nil {
+		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, k.SecretRef)...)
 		for i, b := range k.Brokers {
 			problems = append(problems, o.endpoint(fmt.Sprintf("spec.kafka.brokers[%d]", i), b)...)
 		}
