@@ -59,6 +59,9 @@ func newManagerCommand() *cobra.Command {
 				return nil
 			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+			for _, f := range manager.Ignored(cmd.Flags()) {
+				ctrl.Log.Info("flag has no effect in this version", "flag", f)
+			}
 			cfg, err := ctrl.GetConfig()
 			if kubeconfig != "" {
 				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)

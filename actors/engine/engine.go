@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -81,9 +82,17 @@ type InventorySpec struct {
 	Expect []messages.TargetRef
 }
 
-// New builds an engine. batch is the inventories' coalescing window.
-func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration) *Engine {
-	e := &Engine{system: actor.NewActorSystem(), inf: inf, metrics: metrics, reporter: reporter, batch: batch,
+// New builds an engine. batch is the inventories' coalescing window; log
+// receives the actor system's own logs (supervision, dead letters), nil
+// discards them.
+func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	system := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return log.With("lib", "protoactor")
+	})))
+	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch,
 		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}, resting: map[string]bool{}}
 	e.targetGuardian = spawnGuardian(e.system.Root, targetSupervision(), e.targetStopped)
 	e.inventoryGuardian = spawnGuardian(e.system.Root, inventorySupervision(), e.inventoryStopped)

@@ -3,9 +3,11 @@ package manager
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,7 +71,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
 	}
-	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow)
+	// The actor system logs through the manager's logger.
+	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow,
+		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("add status writer: %w", err)
 	}
@@ -82,7 +86,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		resync = 60 * time.Second
 	}
 	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
-		Concurrency: o.ConcurrentTarget, Metrics: cm, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
+		Tuning: controllers.Tuning{Concurrency: o.ConcurrentTarget, RateLimit: o.ReconcileRateLimit}, Metrics: cm, Defaults: target.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
 			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}, Only: only}
 	if err := tr.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up target controller: %w", err)
@@ -93,7 +97,8 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	registry := backends.Default(policy)
 	resolver := &inventory.Resolver{Client: mgr.GetClient(),
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
-	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Concurrency: o.ConcurrentInventory, Metrics: cm,
+	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Metrics: cm,
+		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},
 		Resolver: resolver, Tenant: o.TenantMode}
 	if err := ir.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up inventory controller: %w", err)
@@ -102,12 +107,12 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// refuse them): their controllers do not run.
 	if !o.TenantMode {
 		ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
-			Metrics: cm, Defaults: tr.Defaults}
+			Metrics: cm, Defaults: tr.Defaults, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterTarget, RateLimit: o.ReconcileRateLimit}}
 		if err := ctr.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up cluster target controller: %w", err)
 		}
 		cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
-			Metrics: cm, Resync: resync}
+			Metrics: cm, Resync: resync, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterInv, RateLimit: o.ReconcileRateLimit}}
 		if err := cir.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up cluster inventory controller: %w", err)
 		}

@@ -46,6 +46,7 @@ type Reconciler struct {
 	Metrics  *controllers.Metrics
 	// Resync re-evaluates namespace labels and target lists periodically.
 	Resync time.Duration
+	Tuning controllers.Tuning
 }
 
 // SetupWithManager registers the reconciler; cluster targets, namespaces
@@ -62,6 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, all).
 		Watches(&kollectv1alpha1.KollectScope{}, all). // the interval floor of sinkNamespace
+		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
 }
 

@@ -37,6 +37,7 @@ type Reconciler struct {
 	Defaults   target.Defaults
 	Metrics    *controllers.Metrics
 	Resync     time.Duration
+	Tuning     controllers.Tuning
 
 	mu      sync.Mutex
 	applied map[string]string
@@ -51,6 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))
 }
 

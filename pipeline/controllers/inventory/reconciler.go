@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,12 +48,12 @@ type StatusWriter interface {
 
 // Reconciler reconciles KollectInventories.
 type Reconciler struct {
-	Client      client.Client
-	Engine      Engine
-	Status      StatusWriter
-	Resolver    *Resolver
-	Concurrency int
-	Metrics     *controllers.Metrics
+	Client   client.Client
+	Engine   Engine
+	Status   StatusWriter
+	Resolver *Resolver
+	Tuning   controllers.Tuning
+	Metrics  *controllers.Metrics
 	// Tenant: the operator runs on Roles only, without cluster targets.
 	Tenant bool
 }
@@ -79,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		// A scope change re-checks the inventories of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
+		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
 

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -70,9 +69,9 @@ type Reconciler struct {
 	Namespaces Namespaces
 	Defaults   Defaults
 	// Resync requeues Ready targets so namespace lists stay fresh.
-	Resync      time.Duration
-	Concurrency int
-	Metrics     *controllers.Metrics
+	Resync  time.Duration
+	Tuning  controllers.Tuning
+	Metrics *controllers.Metrics
 	// Only, in tenant mode, are the namespaces the operator may read: a
 	// target reads within them, through informers scoped to one of them.
 	Only []string
@@ -111,7 +110,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, handler.EnqueueRequestsFromMapFunc(r.targetsIn)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency)}).
+		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
 
