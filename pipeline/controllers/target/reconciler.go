@@ -93,6 +93,9 @@ func (r *Reconciler) setApplied(key types.NamespacedName, gen string) {
 		delete(r.applied, key)
 		return
 	}
+	if r.applied == nil {
+		r.applied = map[types.NamespacedName]string{}
+	}
 	r.applied[key] = gen
 }
 
