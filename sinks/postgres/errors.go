@@ -37,6 +37,16 @@ func (s *Sink) classify(op string, err error) error {
 	return fmt.Errorf("postgres %s: %s", op, msg)
 }
 
+// isConcurrentCreate recognises the error PostgreSQL gives when two
+// sessions run CREATE … IF NOT EXISTS for the same object at once (a probe
+// and an export, or two operators): the loser hits the catalog's unique
+// index, or finds the object created. Either way the object exists; the
+// primary-key read that follows confirms it.
+func isConcurrentCreate(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07" || pgErr.Code == "42P06")
+}
+
 func isPermission(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "42501"

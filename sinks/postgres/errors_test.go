@@ -134,3 +134,33 @@ func TestDriftedTableIsReconciled(t *testing.T) {
 		t.Fatalf("heartbeat after drift: rows %d written %d err %v; want 40 rows, 2 restored", ack.Rows, ack.Written, err)
 	}
 }
+
+// TestSinksCreatingOneTableAtOnceAllSucceed: several sinks (a probe and an
+// export, or two operators) create the same schema and table at the same
+// moment; PostgreSQL lets only one win the catalog, and the others must
+// take the table it made instead of failing.
+func TestSinksCreatingOneTableAtOnceAllSucceed(t *testing.T) {
+	srv := pgtest.Start(t)
+	for round := 0; round < 5; round++ {
+		schema := "race" + strconv.Itoa(round)
+		errs := make(chan error, 6)
+		for i := 0; i < cap(errs); i++ {
+			go func(i int) {
+				s, err := postgres.New(postgres.Config{DSN: srv.DSN(""), Schema: schema, Table: "items"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer s.Close()
+				id := rows.Identity{Namespace: "ns", Name: "inv" + strconv.Itoa(i)}
+				_, err = s.Export(context.Background(), rows.Diff(nil, sinktest.Snap(id, sinktest.Rows(1, "1"))))
+				errs <- err
+			}(i)
+		}
+		for i := 0; i < cap(errs); i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

@@ -187,10 +187,10 @@ func (s *Sink) prepare(ctx context.Context) (string, error) {
 		return s.conflict, nil
 	}
 	if !s.cfg.Existing {
-		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(s.cfg.Schema)); err != nil && !isPermission(err) {
+		if _, err := s.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(s.cfg.Schema)); err != nil && !isPermission(err) && !isConcurrentCreate(err) {
 			return "", s.classify("create schema", err)
 		}
-		if _, err := s.pool.Exec(ctx, createTable(s.table)); err != nil {
+		if _, err := s.pool.Exec(ctx, createTable(s.table)); err != nil && !isConcurrentCreate(err) {
 			return "", s.classify("create table", err)
 		}
 	}
