@@ -5,40 +5,17 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/pipeline/rows"
 	"kollect.dev/kollect/sinks"
 )
-
-// Circuit is a breaker state.
-type Circuit string
-
-// Breaker states.
-const (
-	Closed   Circuit = "Closed"
-	Open     Circuit = "Open"
-	HalfOpen Circuit = "HalfOpen"
-)
-
-func (c Circuit) metric() float64 {
-	switch c {
-	case HalfOpen:
-		return 1
-	case Open:
-		return 2
-	}
-	return 0
-}
 
 // Config configures one binding.
 type Config struct {
@@ -136,8 +113,7 @@ type actorState struct {
 	metrics *actors.Metrics
 
 	inflight bool
-	circuit  Circuit
-	failures int
+	breaker  Breaker
 	// cancelRetry and cancelDue cancel the pending retry (set while the
 	// binding waits out a back-off) and heartbeat timers.
 	cancelRetry, cancelDue scheduler.CancelFunc
@@ -151,7 +127,8 @@ type actorState struct {
 func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 	cfg.defaults()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{cfg: cfg, slot: slot, metrics: metrics, circuit: Closed,
+		return &actorState{cfg: cfg, slot: slot, metrics: metrics,
+			breaker:  Breaker{OpenAfter: cfg.OpenAfter, Backoff: wait.Backoff{Duration: cfg.BackoffBase, Cap: cfg.BackoffMax}},
 			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
 }
@@ -159,7 +136,7 @@ func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 func (a *actorState) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, a.circuit.metric())
+		a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, a.breaker.State().metric())
 		a.maybeStart(ctx)
 	case *actor.Restarting:
 		a.metrics.Restarted("sink")
@@ -179,9 +156,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.finish(ctx, msg)
 	case retry:
 		a.cancelRetry = nil
-		if a.circuit == Open {
-			a.setCircuit(HalfOpen)
-		}
+		a.breaker.Retry()
+		a.circuitChanged()
 		a.maybeStart(ctx)
 	case due:
 		a.cancelDue = nil
@@ -207,9 +183,8 @@ func (a *actorState) stopTimers() {
 	}
 }
 
-func (a *actorState) setCircuit(c Circuit) {
-	a.circuit = c
-	a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, c.metric())
+func (a *actorState) circuitChanged() {
+	a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, a.breaker.State().metric())
 }
 
 // maybeStart exports the latest snapshot unless one is in flight, the
@@ -257,8 +232,8 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
 	if d.err == nil {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
-		a.failures = 0
-		a.setCircuit(Closed)
+		a.breaker.Success()
+		a.circuitChanged()
 		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
 		a.metrics.Rejected(a.cfg.Inventory, a.cfg.Key, len(d.ack.Rejected))
@@ -270,62 +245,12 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		}
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), 0, class)
 		a.slot.Unsure = true
-		a.failures++
-		if a.failures >= a.cfg.OpenAfter || a.circuit == HalfOpen {
-			a.setCircuit(Open)
-		}
-		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.failures)
-		res.RetryAfter = a.backoff()
+		res.RetryAfter = a.breaker.Failure()
+		a.circuitChanged()
+		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.breaker.Failures())
 		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})
 	}
-	res.Circuit, res.Failures = a.circuit, a.failures
+	res.Circuit, res.Failures = a.breaker.State(), a.breaker.Failures()
 	ctx.Send(ctx.Parent(), res)
 	a.maybeStart(ctx)
-}
-
-// backoff is exponential in the consecutive failures, capped, with up to
-// 50% jitter so many bindings do not retry in step.
-func (a *actorState) backoff() time.Duration {
-	d := a.cfg.BackoffBase
-	for i := 1; i < a.failures && d < a.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, a.cfg.BackoffMax)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-// tracedExport computes the delta and runs the backend inside the export
-// spans: kollect.export (linked to the collect spans of the changes it
-// ships) and its child kollect.sink.write.
-func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend sinks.Backend, acked, snap *rows.Snapshot, export string) (sinks.Ack, error) {
-	tracer := actors.Tracer()
-	ctx, span := tracer.Start(ctx, "kollect.export", trace.WithLinks(links...), trace.WithAttributes(
-		attribute.String(actors.AttrInventory, cfg.Inventory), attribute.String(actors.AttrBinding, cfg.Key),
-		attribute.String(actors.AttrSinkType, cfg.Type), attribute.Int("kollect.rows", len(snap.Rows))))
-	defer span.End()
-	d := rows.Diff(acked, snap)
-	d.Export = export
-	span.SetAttributes(attribute.Int("kollect.rows.upserted", len(d.Upserts)), attribute.Int("kollect.rows.deleted", len(d.Deletes)),
-		attribute.Bool("kollect.delta.full", d.Full()))
-	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))
-	ack, err := safeExport(ctx, backend, d)
-	write.SetAttributes(attribute.Int("kollect.written", ack.Written), attribute.Int64("kollect.bytes", ack.Bytes))
-	if err != nil {
-		write.RecordError(err)
-		write.SetStatus(codes.Error, err.Error())
-		span.SetStatus(codes.Error, "sink write failed")
-	}
-	write.End()
-	return ack, err
-}
-
-// safeExport turns a backend panic into an export error: a bug in one
-// backend must not take the operator down.
-func safeExport(ctx context.Context, b sinks.Backend, d *rows.Delta) (ack sinks.Ack, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("sink backend panicked: %v", p)
-		}
-	}()
-	return b.Export(ctx, d)
 }

@@ -1,0 +1,50 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// tracedExport computes the delta and runs the backend inside the export
+// spans: kollect.export (linked to the collect spans of the changes it
+// ships) and its child kollect.sink.write.
+func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend sinks.Backend, acked, snap *rows.Snapshot, export string) (sinks.Ack, error) {
+	tracer := actors.Tracer()
+	ctx, span := tracer.Start(ctx, "kollect.export", trace.WithLinks(links...), trace.WithAttributes(
+		attribute.String(actors.AttrInventory, cfg.Inventory), attribute.String(actors.AttrBinding, cfg.Key),
+		attribute.String(actors.AttrSinkType, cfg.Type), attribute.Int("kollect.rows", len(snap.Rows))))
+	defer span.End()
+	d := rows.Diff(acked, snap)
+	d.Export = export
+	span.SetAttributes(attribute.Int("kollect.rows.upserted", len(d.Upserts)), attribute.Int("kollect.rows.deleted", len(d.Deletes)),
+		attribute.Bool("kollect.delta.full", d.Full()))
+	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))
+	ack, err := safeExport(ctx, backend, d)
+	write.SetAttributes(attribute.Int("kollect.written", ack.Written), attribute.Int64("kollect.bytes", ack.Bytes))
+	if err != nil {
+		write.RecordError(err)
+		write.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, "sink write failed")
+	}
+	write.End()
+	return ack, err
+}
+
+// safeExport turns a backend panic into an export error: a bug in one
+// backend must not take the operator down.
+func safeExport(ctx context.Context, b sinks.Backend, d *rows.Delta) (ack sinks.Ack, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sink backend panicked: %v", p)
+		}
+	}()
+	return b.Export(ctx, d)
+}
