@@ -66,7 +66,7 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
-	$(GO) vet -tags conformance ./pipeline/conformance/
+	$(GO) vet -tags conformance ./pipeline/harness/conformance/
 
 ## envtest-assets: kube-apiserver and etcd for the tests (skipped when built).
 envtest-assets:
@@ -82,7 +82,7 @@ test: lint check-generated envtest-assets test-deps helm
 
 ## bench: the sink and engine benchmarks (figures in docs/performance.md).
 bench: test-deps
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/extract/
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/model/extract/
 
 ## faults: the fault-injection suite (loadtest/faults) with more objects;
 ## make test runs the same scenarios with 2,000.
@@ -93,8 +93,8 @@ faults: envtest-assets test-deps
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora run in make test).
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./pipeline/extract:FuzzExtract ./pipeline/rows:FuzzEncodeIsEncodingJSON \
-	./sinks/git:FuzzLayoutPaths ./pipeline/manifests:FuzzDecodeEveryKind
+FUZZ_TARGETS := ./pipeline/model/extract:FuzzExtract ./pipeline/model/rows:FuzzEncodeIsEncodingJSON \
+	./sinks/git:FuzzLayoutPaths ./pipeline/tools/manifests:FuzzDecodeEveryKind
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
@@ -106,7 +106,7 @@ conformance: envtest-assets test-deps
 		exit 1; \
 	fi
 	CONFORMANCE_DIR=$(CONFORMANCE_DIR) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
-		$(GO) test -tags conformance $(GO_TEST_FLAGS) ./pipeline/conformance/...
+		$(GO) test -tags conformance $(GO_TEST_FLAGS) ./pipeline/harness/conformance/...
 
 ## demo: the main job on a local control plane; DEMO_KEEP=1 keeps it running.
 demo:

@@ -16,8 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"kollect.dev/kollect/pipeline/cli"
-	"kollect.dev/kollect/pipeline/manager"
+	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/tools/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

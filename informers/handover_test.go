@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/projection"
+	"kollect.dev/kollect/pipeline/model/projection"
 )
 
 // relister records events and counts the requests to list again.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"kollect.dev/kollect/pipeline/projection"
+	"kollect.dev/kollect/pipeline/model/projection"
 )
 
 // Store reads the cached objects of one GVR.

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/projection"
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/pipeline/model/projection"
 )
 
 var env *testenv.Env

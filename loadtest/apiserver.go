@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/deploy/crds"
-	"kollect.dev/kollect/pipeline/manager"
-	"kollect.dev/kollect/pipeline/manifests"
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/pipeline/tools/manifests"
 )
 
 // loadLabel marks every namespace a run creates, so a run against a real

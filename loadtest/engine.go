@@ -18,10 +18,10 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/collect"
-	"kollect.dev/kollect/pipeline/extract"
-	"kollect.dev/kollect/pipeline/rows"
-	"kollect.dev/kollect/pipeline/selection"
+	"kollect.dev/kollect/pipeline/model/collect"
+	"kollect.dev/kollect/pipeline/model/extract"
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/pipeline/model/selection"
 )
 
 // EngineResult is what an engine-mode run measured.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/manifests"
+	"kollect.dev/kollect/pipeline/tools/manifests"
 )
 
 // object is one load object: a ConfigMap, or a Deployment scaled to zero

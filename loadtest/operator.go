@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 // operator is the kollect manager run as a process of its own, so its RSS

@@ -9,7 +9,7 @@ import (
 	"net"
 	"strings"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Ack is what a backend confirms it holds after an export.

@@ -16,7 +16,7 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -12,7 +12,7 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Config is an inventory's desired state.

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"kollect.dev/kollect/actors/messages"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // rowSet aggregates the rows of an inventory's targets, and keeps them in

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"kollect.dev/kollect/actors/messages"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 func TestRowSet(t *testing.T) {

@@ -3,7 +3,7 @@ package sink
 import (
 	"time"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Debounce decides when a binding exports (SEMANTICS §4.3): a material

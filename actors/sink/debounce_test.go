@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"kollect.dev/kollect/actors/sink"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 func TestDebounce(t *testing.T) {

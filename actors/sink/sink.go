@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/actors"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -13,8 +13,8 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/collect"
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/collect"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Source is one GVR the target reads, with its cached objects.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 var env *testenv.Env

@@ -25,8 +25,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/admission"
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/controlplane/admission"
+	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 var env *testenv.Env

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 // TestTenantModeExportsOnTheChartsRolesOnly installs the RBAC the chart

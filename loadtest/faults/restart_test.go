@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 // waitConverged waits until every sink holds exactly want, and returns

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/manifests"
-	"kollect.dev/kollect/pipeline/testenv"
+	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/pipeline/tools/manifests"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/nats/natstest"
 	"kollect.dev/kollect/sinks/postgres/pgtest"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // gcEvery is how many commits a sink makes between two collections of its

@@ -11,7 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/yaml"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Layout says which files an export writes.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // FuzzLayoutPaths renders item and document paths from arbitrary templates

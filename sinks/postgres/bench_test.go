@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/postgres"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 	"kollect.dev/kollect/sinks/sinktest"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/postgres"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/rows"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

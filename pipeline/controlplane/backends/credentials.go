@@ -1,0 +1,131 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
+	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/sinks/kafka"
+	"kollect.dev/kollect/sinks/nats"
+	"kollect.dev/kollect/sinks/postgres"
+)
+
+// Credentials are what a sink's Secrets hold, resolved for its backend.
+// They live in memory only and are never logged or written to status.
+type Credentials struct {
+	Data map[string][]byte // the credentials Secret (nil when none)
+	CA   []byte            // PEM bundle from tls.caBundle or tls.caSecretRef
+	// Version changes when either Secret changes, so a rotated Secret
+	// rebuilds the backend.
+	Version string
+}
+
+// ReadCredentials reads the Secrets a sink names.
+func ReadCredentials(ctx context.Context, c client.Reader, sink client.Object) (Credentials, error) {
+	var creds Credentials
+	ref, tls := credentialRefs(sink)
+	data, v1, err := readSecret(ctx, c, ref, sink.GetNamespace())
+	if err != nil {
+		return creds, err
+	}
+	creds.Data, creds.Version = data, v1
+	if tls == nil {
+		return creds, nil
+	}
+	if len(tls.CABundle) > 0 {
+		creds.CA = tls.CABundle
+		return creds, nil
+	}
+	ca, v2, err := readSecret(ctx, c, tls.CASecretRef, sink.GetNamespace())
+	if err != nil {
+		return creds, err
+	}
+	for _, k := range []string{"tls.crt", "ca.crt", "ca.pem"} {
+		if len(ca[k]) > 0 {
+			creds.CA = ca[k]
+			break
+		}
+	}
+	if tls.CASecretRef != nil && creds.CA == nil {
+		return creds, fmt.Errorf("CA Secret %s has none of the keys tls.crt, ca.crt, ca.pem", tls.CASecretRef.Name)
+	}
+	creds.Version += "/" + v2
+	return creds, nil
+}
+
+func credentialRefs(sink client.Object) (*kollectv1alpha1.SecretReference, *kollectv1alpha1.TLSSpec) {
+	switch s := sink.(type) {
+	case *kollectv1alpha1.KollectSnapshotSink:
+		return git.CredentialsRef(&s.Spec), s.Spec.TLS
+	case *kollectv1alpha1.KollectDatabaseSink:
+		switch {
+		case s.Spec.Postgres != nil:
+			return postgres.CredentialsRef(&s.Spec), s.Spec.TLS
+		case s.Spec.MongoDB != nil:
+			return &s.Spec.MongoDB.DatabaseRef, s.Spec.TLS
+		case s.Spec.BigQuery != nil && s.Spec.BigQuery.SecretRef != nil:
+			return s.Spec.BigQuery.SecretRef, s.Spec.TLS
+		}
+		return s.Spec.SecretRef, s.Spec.TLS
+	case *kollectv1alpha1.KollectEventSink:
+		switch s.Spec.Type {
+		case "nats":
+			return nats.CredentialsRef(&s.Spec), s.Spec.TLS
+		case "kafka":
+			return kafka.CredentialsRef(&s.Spec), s.Spec.TLS
+		}
+		return s.Spec.SecretRef, s.Spec.TLS
+	}
+	return nil, nil
+}
+
+// readSecret returns the data and resourceVersion of the Secret ref names;
+// its namespace defaults to defaultNamespace. A nil ref gives no data.
+func readSecret(ctx context.Context, c client.Reader, ref *kollectv1alpha1.SecretReference, defaultNamespace string) (map[string][]byte, string, error) {
+	if ref == nil {
+		return nil, "", nil
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = defaultNamespace
+	}
+	if ns != defaultNamespace {
+		// A sink reads another namespace's Secrets only when the scope of
+		// its own namespace says so: a tenant must not be able to send the
+		// platform's credentials to an endpoint of its choosing.
+		ceiling, err := scope.Namespaced(ctx, c, defaultNamespace)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ceiling.AllowsSecretNamespace(defaultNamespace, ns) {
+			return nil, "", &SecretNamespaceError{Secret: ns + "/" + ref.Name, Namespace: defaultNamespace}
+		}
+	}
+	var sec corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", fmt.Errorf("credentials Secret %s/%s not found", ns, ref.Name)
+		}
+		return nil, "", fmt.Errorf("reading credentials Secret %s/%s: %w", ns, ref.Name, err)
+	}
+	return sec.Data, sec.ResourceVersion, nil
+}
+
+// SecretNamespaceError refuses a Secret outside the sink's namespace that
+// no scope allows.
+type SecretNamespaceError struct {
+	Secret    string // namespace/name
+	Namespace string // the sink's
+}
+
+func (e *SecretNamespaceError) Error() string {
+	return fmt.Sprintf("credentials Secret %s is outside namespace %q: a sink reads Secrets of its own namespace only, "+
+		"unless the KollectScope of %q lists the other namespace in spec.allowedSecretNamespaces", e.Secret, e.Namespace, e.Namespace)
+}

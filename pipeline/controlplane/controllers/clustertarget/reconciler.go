@@ -1,0 +1,173 @@
+package clustertarget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/messages"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/pipeline/controlplane/controllers"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
+	"kollect.dev/kollect/pipeline/controlplane/status"
+)
+
+// Finalizer releases the collection before deletion.
+const Finalizer = "kollect.dev/cluster-target-cleanup"
+
+// Reconciler reconciles KollectClusterTargets.
+type Reconciler struct {
+	Client     client.Client
+	Engine     target.Engine
+	Status     target.StatusWriter
+	Namespaces target.Namespaces
+	Defaults   compile.Defaults
+	Metrics    *controllers.Metrics
+	Resync     time.Duration
+	Tuning     controllers.Tuning
+
+	mu      sync.Mutex
+	applied map[string]string
+}
+
+// SetupWithManager registers the reconciler; profile changes requeue every
+// cluster target (there are few).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.applied = map[string]string{}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollectclustertarget").
+		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		WithOptions(r.Tuning.Options()).
+		Complete(r.Metrics.Instrument("kollectclustertarget", r))
+}
+
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectClusterTargetList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+	}
+	return out
+}
+
+func ref(name string) messages.TargetRef {
+	return messages.TargetRef{Kind: engine.ClusterTargetKind, Name: name}
+}
+
+func key(name string) status.Key {
+	return status.Key{Kind: status.ClusterTarget, NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var ct kollectv1alpha1.KollectClusterTarget
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &ct, Finalizer, func() { r.release(req.Name) }); done {
+		return reconcile.Result{}, err
+	}
+	pref := ct.Spec.ProfileRef
+	verdict := status.Verdict{Generation: ct.Generation, Rules: len(ct.Spec.ResourceRules)}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		if reason == target.ReasonSuspended {
+			r.Engine.RemoveTarget(ref(req.Name)) // suspended: collection stops, rows go
+		} else {
+			// Transient or fixable: keep the last good rows in every sink.
+			r.Engine.FreezeTarget(ref(req.Name))
+		}
+		r.setApplied(req.Name, "")
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.Set(key(req.Name), verdict)
+		return reconcile.Result{}, nil
+	}
+	if ct.Spec.Suspend {
+		return degrade(target.ReasonSuspended, "spec.suspend is true: collection stopped")
+	}
+	ceiling, err := scope.Cluster(ctx, r.Client)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	if v := ceiling.CheckStaticRef("profileRef", pref.Namespace, scope.ReasonNamespaceDenied); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	var p kollectv1alpha1.KollectProfile
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pref.Namespace, Name: pref.Name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return degrade(target.ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", pref.Name, pref.Namespace))
+		}
+		return reconcile.Result{}, err
+	}
+	// Cluster targets select like a target without a label selector or
+	// names, and always watch in All mode.
+	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{
+		ProfileRef: pref.Name, NamespaceSelector: ct.Spec.NamespaceSelector, CollectionFilterSpec: ct.Spec.CollectionFilterSpec}}
+	c, err := compile.Compile(as, &p, r.Defaults)
+	if err != nil {
+		return degrade(target.ReasonExtractionFailed, err.Error())
+	}
+	// The cluster scope's namespace lists filter what a cluster target
+	// reads (SEMANTICS §6.2); its kinds are a hard rule.
+	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	verdict.Matched, _ = target.MatchNamespaces(r.Namespaces, c.Selection)
+	ceiling.Restrict(c.Selection)
+	_, verdict.Effective = target.MatchNamespaces(r.Namespaces, c.Selection)
+	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
+
+	generations := fmt.Sprintf("%d/%s/%s", ct.Generation, p.ResourceVersion, ceiling.Version())
+	if r.appliedGen(req.Name) != generations {
+		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
+			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true})
+		if err != nil {
+			res, _ := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			res.RequeueAfter = 15 * time.Second
+			if !errors.Is(err, informers.ErrNotServed) {
+				res.RequeueAfter = 30 * time.Second
+			}
+			return res, nil
+		}
+		r.setApplied(req.Name, generations)
+	}
+	r.Status.Set(key(req.Name), verdict)
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) release(name string) {
+	r.Engine.RemoveTarget(ref(name))
+	r.setApplied(name, "")
+	r.Status.Forget(key(name))
+}
+
+func (r *Reconciler) appliedGen(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied[name]
+}
+
+func (r *Reconciler) setApplied(name, gen string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == "" {
+		delete(r.applied, name)
+	} else {
+		r.applied[name] = gen
+	}
+}

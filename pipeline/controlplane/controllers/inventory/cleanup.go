@@ -1,0 +1,95 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Cleanup reasons.
+const (
+	ReasonCleanupFailed   = "CleanupFailed"
+	ReasonCleanupTerminal = "CleanupTerminal"
+	cleanupTimeout        = 30 * time.Second
+)
+
+// CleanupError is a failed cleanup; Terminal when every failure is one that
+// retrying cannot fix.
+type CleanupError struct {
+	Terminal bool
+	Msg      string
+}
+
+func (e *CleanupError) Error() string { return e.Msg }
+
+// Reason is the Degraded reason for the error.
+func (e *CleanupError) Reason() string {
+	if e.Terminal {
+		return ReasonCleanupTerminal
+	}
+	return ReasonCleanupFailed
+}
+
+// Cleanup clears what an inventory being deleted wrote (SEMANTICS §9 with
+// the stance of Q13): every bound sink receives an empty snapshot, so
+// databases delete the inventory's rows, event streams get a tombstone per
+// row and Git loses the files the sink wrote. A sink that no longer exists
+// has nothing to clean (Q23). The engine must have stopped the inventory's
+// actors first, so no export races this one.
+func (r *Resolver) Cleanup(ctx context.Context, b Bindings, id rows.Identity) error {
+	empty := rows.NewSnapshot(id, nil, time.Now())
+	var failures []string
+	terminal := true
+	for _, fam := range families(b.Refs) {
+		for _, ref := range fam.refs {
+			obj := fam.obj()
+			ns := b.SinkNamespace(ref)
+			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					log.FromContext(ctx).Info("sink is gone; nothing to clean", "sink", ns+"/"+ref.Name, "family", fam.family)
+					continue
+				}
+				failures, terminal = append(failures, fmt.Sprintf("%s/%s: %v", fam.family, ref.Name, err)), false
+				continue
+			}
+			key := fam.family + "/" + ref.Name
+			backend := r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj)
+			ectx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+			_, err := backend.Export(ectx, rows.Diff(nil, empty))
+			cancel()
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s: %v", key, err))
+				terminal = terminal && errors.Is(err, sinks.ErrPermanent)
+			}
+		}
+	}
+	if len(failures) == 0 {
+		return nil
+	}
+	return &CleanupError{Terminal: terminal, Msg: "clearing the inventory's data before deletion failed: " + strings.Join(failures, "; ")}
+}
+
+type family struct {
+	family, kind string
+	refs         []kollectv1alpha1.InventorySinkRef
+	obj          func() client.Object
+}
+
+func families(refs kollectv1alpha1.SinkRefs) []family {
+	return []family{
+		{"snapshot", "KollectSnapshotSink", refs.SnapshotSinkRefs, func() client.Object { return &kollectv1alpha1.KollectSnapshotSink{} }},
+		{"database", "KollectDatabaseSink", refs.DatabaseSinkRefs, func() client.Object { return &kollectv1alpha1.KollectDatabaseSink{} }},
+		{"event", "KollectEventSink", refs.EventSinkRefs, func() client.Object { return &kollectv1alpha1.KollectEventSink{} }},
+	}
+}

@@ -1,0 +1,184 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/pipeline/controlplane/controllers"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
+	"kollect.dev/kollect/pipeline/controlplane/status"
+	"kollect.dev/kollect/pipeline/model/rows"
+)
+
+// Finalizer lets the inventory release its bindings before deletion.
+const Finalizer = "kollect.dev/inventory-cleanup"
+
+// Degraded reasons.
+const (
+	ReasonSuspended      = "Suspended"
+	ReasonSinkNotFound   = "SinkNotFound"
+	ReasonInvalidSinkRef = "InvalidSinkRef"
+	defaultInterval      = 30 * time.Second
+)
+
+// Engine is what the reconciler drives.
+type Engine interface {
+	UpsertInventory(spec engine.InventorySpec) error
+	RemoveInventory(key string)
+}
+
+// StatusWriter receives verdicts.
+type StatusWriter interface {
+	Set(key status.Key, v status.Verdict)
+	Forget(key status.Key)
+}
+
+// Reconciler reconciles KollectInventories.
+type Reconciler struct {
+	Client   client.Client
+	Engine   Engine
+	Status   StatusWriter
+	Resolver *Resolver
+	Tuning   controllers.Tuning
+	Metrics  *controllers.Metrics
+	// Tenant: the operator runs on Roles only, without cluster targets.
+	Tenant bool
+}
+
+// SetupWithManager registers the reconciler; sink changes requeue the
+// inventories of their namespace.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toInventories := handler.EnqueueRequestsFromMapFunc(r.inventoriesIn)
+	b := ctrl.NewControllerManagedBy(mgr)
+	if !r.Tenant {
+		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged()))
+	}
+	return b.
+		Named("kollectinventory").
+		For(&kollectv1alpha1.KollectInventory{}, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectSnapshotSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectDatabaseSink{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectEventSink{}, toInventories, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+		// Targets appearing, going or suspended change what the inventory
+		// waits for before it exports (a cluster target, having no
+		// namespace, requeues the inventories of every namespace).
+		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+		// A scope change re-checks the inventories of its namespace.
+		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
+		WithOptions(r.Tuning.Options()).
+		Complete(r.Metrics.Instrument("kollectinventory", r))
+}
+
+func (r *Reconciler) inventoriesIn(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectInventoryList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, inv := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&inv)})
+	}
+	return reqs
+}
+
+func engineKey(key types.NamespacedName) string { return string(status.Inventory) + ":" + key.String() }
+
+func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
+	return rows.Identity{Namespace: inv.Namespace, Name: inv.Name, Generation: inv.Generation}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var inv kollectv1alpha1.KollectInventory
+	cleanup := func(ctx context.Context) error {
+		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
+		err := r.Resolver.Cleanup(ctx, r.bindings(&inv), identity(&inv))
+		r.cleanupStatus(req.NamespacedName, inv.Generation, err)
+		return err
+	}
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }, cleanup); done {
+		return reconcile.Result{}, err
+	}
+	verdict := status.Verdict{Generation: inv.Generation}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
+		return reconcile.Result{}, nil
+	}
+	if inv.Spec.Suspend {
+		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
+	}
+	if err := compile.CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil {
+		return degrade(ReasonInvalidSinkRef, err.Error())
+	}
+	ceiling, err := scope.Namespaced(ctx, r.Client, inv.Namespace)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	if v := ceiling.CheckSinks(inv.Spec.SinkRefs); v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+	b := r.bindings(&inv)
+	b.Floor = ceiling.Floor()
+	bindings, reason, err := r.Resolver.Resolve(ctx, b)
+	if err != nil {
+		if reason == "" {
+			return reconcile.Result{}, err
+		}
+		return degrade(reason, err.Error())
+	}
+	expect, err := ExpectedTargets(ctx, r.Client, inv.Namespace, !r.Tenant)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv),
+		Bindings: bindings, Expect: expect}); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
+	return Bindings{Owner: inv.Namespace + "/" + inv.Name, Refs: inv.Spec.SinkRefs,
+		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval)}
+}
+
+// cleanupStatus reports a failed cleanup as Degraded while the finalizer
+// holds the inventory.
+func (r *Reconciler) cleanupStatus(key types.NamespacedName, gen int64, err error) {
+	var ce *CleanupError
+	if errors.As(err, &ce) {
+		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: key}, status.Verdict{Generation: gen, Reason: ce.Reason(), Message: ce.Msg})
+	}
+}
+
+func (r *Reconciler) release(key types.NamespacedName) {
+	r.Engine.RemoveInventory(engineKey(key))
+	r.Resolver.Backends.Forget(key.String())
+	r.Status.Forget(status.Key{Kind: status.Inventory, NamespacedName: key})
+}
+
+func interval(values ...string) time.Duration {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return defaultInterval
+}

@@ -1,0 +1,102 @@
+package inventory_test
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
+	"kollect.dev/kollect/pipeline/controlplane/status"
+	"kollect.dev/kollect/pipeline/model/endpoint"
+)
+
+type fakeEngine struct{ calls []string }
+
+func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
+	var names []string
+	for _, b := range s.Bindings {
+		names = append(names, b.Key+"@"+b.Interval.String())
+	}
+	e.calls = append(e.calls, "upsert "+strings.Join(names, ","))
+	return nil
+}
+func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
+
+type fakeStatus struct{ verdicts map[status.Key]status.Verdict }
+
+func (s *fakeStatus) Set(k status.Key, v status.Verdict) { s.verdicts[k] = v }
+func (s *fakeStatus) Forget(k status.Key)                { delete(s.verdicts, k) }
+
+func TestReconcilerFailurePaths(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kollectv1alpha1.AddToScheme(scheme)
+	inv := func(mut func(*kollectv1alpha1.KollectInventory)) *kollectv1alpha1.KollectInventory {
+		i := &kollectv1alpha1.KollectInventory{ObjectMeta: metav1.ObjectMeta{Name: "inv", Namespace: "team-a"}}
+		i.Spec.ExportMinInterval = "30s"
+		i.Spec.SnapshotSinkRefs = []kollectv1alpha1.InventorySinkRef{{Name: "git"}}
+		if mut != nil {
+			mut(i)
+		}
+		return i
+	}
+	sink := &kollectv1alpha1.KollectSnapshotSink{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: "team-a"},
+		Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "git", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "https://git.example.com/i.git"}}}
+	scope := func(spec kollectv1alpha1.KollectScopeSpec) *kollectv1alpha1.KollectScope {
+		return &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team-a"}, Spec: spec}
+	}
+	cases := []struct {
+		name          string
+		objects       []client.Object
+		reason, words string
+		engine        string
+	}{
+		{"exports", []client.Object{inv(nil), sink}, "", "", "upsert snapshot/git@30s"},
+		{"the floor raises the interval", []client.Object{inv(nil), sink,
+			scope(kollectv1alpha1.KollectScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{MinExportInterval: "2m"}})}, "", "", "upsert snapshot/git@2m0s"},
+		{"suspended", []client.Object{inv(func(i *kollectv1alpha1.KollectInventory) { i.Spec.Suspend = true }), sink}, "Suspended", "spec.suspend", "remove"},
+		{"sink missing", []client.Object{inv(nil)}, "SinkNotFound", `KollectSnapshotSink "git" not found in namespace "team-a"`, "remove"},
+		{"ref into another namespace", []client.Object{inv(func(i *kollectv1alpha1.KollectInventory) { i.Spec.SnapshotSinkRefs[0].Namespace = "platform" }), sink},
+			"InvalidSinkRef", "binds sinks in its own namespace", "remove"},
+		{"sink outside the scope", []client.Object{inv(nil), sink,
+			scope(kollectv1alpha1.KollectScopeSpec{ScopeSinkAllowList: kollectv1alpha1.ScopeSinkAllowList{SnapshotSinkRefs: []string{"team-git"}}})},
+			"ScopeSinkDenied", `sink "git" (snapshotSinkRefs) is not in KollectScope "s"`, "remove"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build()
+			eng, st := &fakeEngine{}, &fakeStatus{verdicts: map[status.Key]status.Verdict{}}
+			r := &inventory.Reconciler{Client: c, Engine: eng, Status: st,
+				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: noDNS})}}}
+			key := types.NamespacedName{Namespace: "team-a", Name: "inv"}
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			v := st.verdicts[status.Key{Kind: status.Inventory, NamespacedName: key}]
+			if v.Reason != tc.reason || !strings.Contains(v.Message, tc.words) {
+				t.Errorf("verdict %s: %q; want %s: …%s…", v.Reason, v.Message, tc.reason, tc.words)
+			}
+			if len(eng.calls) != 1 || eng.calls[0] != tc.engine {
+				t.Errorf("engine calls %v, want [%s]", eng.calls, tc.engine)
+			}
+		})
+	}
+}
+
+// noDNS answers every name with a documentation address: the test neither
+// resolves nor dials anything.
+func noDNS(context.Context, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
+}

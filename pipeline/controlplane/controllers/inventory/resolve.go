@@ -1,0 +1,82 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/actors/sink"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
+)
+
+// Resolver turns an inventory's sink references into bindings. It is
+// shared by the namespaced and the cluster inventory reconcilers.
+type Resolver struct {
+	Client   client.Client
+	Backends *backends.Cache
+}
+
+// Bindings describes what to resolve: the owner ("namespace/name", which
+// keys backends and metrics), its references, where each referenced sink
+// lives and the owner's default interval.
+type Bindings struct {
+	Owner         string
+	Refs          kollectv1alpha1.SinkRefs
+	SinkNamespace func(ref kollectv1alpha1.InventorySinkRef) string
+	Interval      string
+	// Floor is the scope's minimum export interval: shorter intervals are
+	// raised to it.
+	Floor time.Duration
+}
+
+// Resolve loads every bound sink. A missing sink degrades the whole
+// inventory (reason returned); a sink that cannot be used becomes a binding
+// whose exports fail with the reason, so its status says what to fix while
+// the other bindings keep exporting.
+func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, string, error) {
+	var out []sink.Config
+	for _, fam := range families(b.Refs) {
+		for _, ref := range fam.refs {
+			obj := fam.obj()
+			if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, fam.kind, obj); err != nil {
+				return nil, reason, err
+			}
+			key := fam.family + "/" + ref.Name
+			_, typ := backends.Kind(obj)
+			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ,
+				Backend:  r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
+				Interval: max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval))})
+		}
+	}
+	return out, "", nil
+}
+
+func sinkInterval(obj client.Object) string {
+	switch s := obj.(type) {
+	case *kollectv1alpha1.KollectSnapshotSink:
+		return string(s.Spec.ExportMinInterval)
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return string(s.Spec.ExportMinInterval)
+	case *kollectv1alpha1.KollectEventSink:
+		return string(s.Spec.ExportMinInterval)
+	}
+	return ""
+}
+
+func (r *Resolver) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return ReasonSinkNotFound, fmt.Errorf("%s %q not found in namespace %q", kind, name, ns)
+	case apierrors.IsForbidden(err):
+		return "SinkForbidden", fmt.Errorf("reading %s %q: %w", kind, name, err)
+	}
+	return "", err
+}

@@ -1,0 +1,284 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/actors/messages"
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/pipeline/controlplane/controllers"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
+	"kollect.dev/kollect/pipeline/controlplane/status"
+	"kollect.dev/kollect/pipeline/model/selection"
+)
+
+// Finalizer releases the target's collection before it is deleted.
+const Finalizer = "kollect.dev/target-cleanup"
+
+// Degraded reasons (API.md §4).
+const (
+	ReasonSuspended          = "Suspended"
+	ReasonMissingProfileRef  = "MissingProfileRef"
+	ReasonProfileNotFound    = "ProfileNotFound"
+	ReasonInformerRegFailed  = "InformerRegistrationFailed"
+	ReasonExtractionFailed   = "ExtractionFailed"
+	profileRefIndex          = "spec.profileRef"
+	retryUnservedKindsPeriod = 15 * time.Second
+)
+
+// Engine is what the reconciler drives.
+type Engine interface {
+	UpsertTarget(ctx context.Context, spec engine.TargetSpec) error
+	RemoveTarget(ref messages.TargetRef)
+	FreezeTarget(ref messages.TargetRef)
+}
+
+// StatusWriter receives verdicts.
+type StatusWriter interface {
+	Set(key status.Key, v status.Verdict)
+	Forget(key status.Key)
+}
+
+// Namespaces lists namespaces for status.
+type Namespaces interface {
+	NamespaceNames() []string
+	Namespace(name string) *unstructured.Unstructured
+}
+
+// Reconciler reconciles KollectTargets.
+type Reconciler struct {
+	Client     client.Client
+	Engine     Engine
+	Status     StatusWriter
+	Namespaces Namespaces
+	Defaults   compile.Defaults
+	// Resync requeues Ready targets so namespace lists stay fresh.
+	Resync  time.Duration
+	Tuning  controllers.Tuning
+	Metrics *controllers.Metrics
+	// Only, in tenant mode, are the namespaces the operator may read: a
+	// target reads within them, through informers scoped to one of them.
+	Only []string
+
+	mu      sync.Mutex
+	applied map[types.NamespacedName]string // target+profile generations in the engine
+}
+
+func (r *Reconciler) appliedGen(key types.NamespacedName) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied[key]
+}
+
+func (r *Reconciler) setApplied(key types.NamespacedName, gen string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == "" {
+		delete(r.applied, key)
+		return
+	}
+	if r.applied == nil {
+		r.applied = map[types.NamespacedName]string{}
+	}
+	r.applied[key] = gen
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.applied = map[types.NamespacedName]string{}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &kollectv1alpha1.KollectTarget{}, profileRefIndex, func(o client.Object) []string {
+		return []string{o.(*kollectv1alpha1.KollectTarget).Spec.ProfileRef}
+	}); err != nil {
+		return fmt.Errorf("index targets by profile: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kollecttarget").
+		For(&kollectv1alpha1.KollectTarget{}, builder.WithPredicates(controllers.SpecChanged())).
+		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
+		// A scope change re-checks every target of its namespace.
+		Watches(&kollectv1alpha1.KollectScope{}, handler.EnqueueRequestsFromMapFunc(r.targetsIn)).
+		WithOptions(r.Tuning.Options()).
+		Complete(r.Metrics.Instrument("kollecttarget", r))
+}
+
+func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+	}
+	return reqs
+}
+
+func (r *Reconciler) targetsIn(ctx context.Context, o client.Object) []reconcile.Request {
+	var list kollectv1alpha1.KollectTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+	}
+	return reqs
+}
+
+func ref(key types.NamespacedName) messages.TargetRef {
+	return messages.TargetRef{Kind: "KollectTarget", Namespace: key.Namespace, Name: key.Name}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var t kollectv1alpha1.KollectTarget
+	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &t, Finalizer, func() { r.release(req.NamespacedName) }); done {
+		return reconcile.Result{}, err
+	}
+	verdict := status.Verdict{Generation: t.Generation, Detail: fmt.Sprintf("profileRef %q resolved", t.Spec.ProfileRef), Rules: len(t.Spec.ResourceRules)}
+	degrade := func(reason, msg string) (reconcile.Result, error) {
+		if reason == ReasonSuspended {
+			r.Engine.RemoveTarget(ref(req.NamespacedName)) // suspended: collection stops, rows go
+		} else {
+			// Transient or fixable: keep the last good rows in every sink.
+			r.Engine.FreezeTarget(ref(req.NamespacedName))
+		}
+		r.setApplied(req.NamespacedName, "")
+		verdict.Reason, verdict.Message = reason, msg
+		r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
+		return reconcile.Result{}, nil
+	}
+	if t.Spec.Suspend {
+		return degrade(ReasonSuspended, "spec.suspend is true: collection stopped")
+	}
+	if t.Spec.ProfileRef == "" {
+		return degrade(ReasonMissingProfileRef, "spec.profileRef is empty")
+	}
+	var p kollectv1alpha1.KollectProfile
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProfileRef}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return degrade(ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", t.Spec.ProfileRef, t.Namespace))
+		}
+		return reconcile.Result{}, err
+	}
+	c, err := compile.Compile(&t, &p, r.Defaults)
+	if err != nil {
+		return degrade(ReasonExtractionFailed, err.Error())
+	}
+	ceiling, err := scope.Namespaced(ctx, r.Client, t.Namespace)
+	if err != nil {
+		return degrade(scope.ReasonLookupFailed, err.Error())
+	}
+	var v *scope.Violation
+	verdict.Matched, verdict.Effective, v = CheckScope(ceiling, r.Namespaces, c, t.Namespace)
+	if v != nil {
+		return degrade(v.Reason, v.Message)
+	}
+
+	if len(r.Only) > 0 {
+		if err := pinToWatched(c, r.Only); err != nil {
+			return degrade(ReasonInformerRegFailed, err.Error())
+		}
+	}
+
+	generations := fmt.Sprintf("%d/%s/%s", t.Generation, p.ResourceVersion, ceiling.Version())
+	if r.appliedGen(req.NamespacedName) != generations {
+		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
+			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace})
+		if err != nil {
+			res, _ := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			if errors.Is(err, informers.ErrNotServed) {
+				// Recover on our own once the CRD is installed.
+				res.RequeueAfter = retryUnservedKindsPeriod
+			} else {
+				res.RequeueAfter = 2 * retryUnservedKindsPeriod
+			}
+			return res, nil
+		}
+		r.setApplied(req.NamespacedName, generations)
+	}
+	r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) release(key types.NamespacedName) {
+	r.Engine.RemoveTarget(ref(key))
+	r.setApplied(key, "")
+	r.Status.Forget(status.Key{Kind: status.Target, NamespacedName: key})
+}
+
+// CheckScope checks a compiled target against the scope in force: the
+// kinds it collects, then the namespaces it means to read (the matched set;
+// when empty its own namespace). When it passes, the scope's namespace
+// ceiling is applied to the selection and the effective namespaces are
+// listed under it.
+func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own string) (matched, effective []string, v *scope.Violation) {
+	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
+		return nil, nil, v
+	}
+	matched, _ = MatchNamespaces(nss, c.Selection)
+	intent := matched
+	if len(intent) == 0 {
+		intent = []string{own}
+	}
+	if v := ceiling.CheckNamespaces(intent); v != nil {
+		return matched, nil, v
+	}
+	ceiling.Restrict(c.Selection)
+	_, effective = MatchNamespaces(nss, c.Selection)
+	return matched, effective, nil
+}
+
+// pinToWatched keeps a tenant-mode target within the watched namespaces
+// and gives its informer one namespace to list (a Role grants no more).
+func pinToWatched(c *compile.Compiled, only []string) error {
+	watched := map[string]bool{}
+	for _, ns := range only {
+		watched[ns] = true
+	}
+	prev := c.Selection.Within
+	c.Selection.Within = func(ns string) bool { return watched[ns] && (prev == nil || prev(ns)) }
+	switch {
+	case c.Namespace != "" && !watched[c.Namespace]:
+		return fmt.Errorf("namespace %q is not watched by this tenant-mode operator (--watch-namespaces %s)", c.Namespace, strings.Join(only, ","))
+	case c.Namespace == "" && len(only) == 1:
+		c.Namespace = only[0]
+	case c.Namespace == "":
+		return fmt.Errorf("this tenant-mode operator watches several namespaces (%s): name the one this target reads, in includedNamespaces or with a kubernetes.io/metadata.name namespaceSelector",
+			strings.Join(only, ","))
+	}
+	return nil
+}
+
+// MatchNamespaces lists the namespaces a selection's intent and filters match.
+func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched, effective []string) {
+	if nss == nil {
+		return nil, nil
+	}
+	for _, name := range nss.NamespaceNames() {
+		if sel.NamespaceMatches(selection.NamespaceOf(name, nss.Namespace(name))) {
+			matched = append(matched, name)
+			effective = append(effective, name)
+		}
+	}
+	sort.Strings(matched)
+	sort.Strings(effective)
+	return matched, effective
+}

@@ -1,0 +1,136 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/engine"
+	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/controlplane/controllers"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/clusterinventory"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/clustertarget"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/connectiontest"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/familysink"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/snapshotsink"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
+	"kollect.dev/kollect/pipeline/controlplane/status"
+	"kollect.dev/kollect/pipeline/model/endpoint"
+	"kollect.dev/kollect/sinks/git"
+)
+
+// engineRunnable runs the collection engine while this replica leads.
+type engineRunnable struct {
+	inf *informers.Manager
+	eng *engine.Engine
+}
+
+func (r engineRunnable) Start(ctx context.Context) error {
+	defer r.eng.Stop()
+	if err := r.inf.StartNamespaces(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (engineRunnable) NeedLeaderElection() bool { return true }
+
+// setupEngine builds the collection engine and registers the reconcilers
+// that drive it.
+func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	cfg := mgr.GetConfig()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
+	var only []string
+	if o.TenantMode {
+		// Roles only: namespaces are read one by one, never listed.
+		only = o.WatchNamespaces
+		inf.OnlyNamespaces(only, 30*time.Second)
+	}
+	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
+	writer.Events = mgr.GetEventRecorder("kollect")
+	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("register status metrics: %w", err)
+	}
+	// The actor system logs through the manager's logger.
+	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow,
+		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("add status writer: %w", err)
+	}
+	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
+		return fmt.Errorf("add engine: %w", err)
+	}
+	cm := controllers.NewMetrics(ctrlmetrics.Registry)
+	resync := o.TargetCountResync
+	if resync <= 0 {
+		resync = 60 * time.Second
+	}
+	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+		Tuning: controllers.Tuning{Concurrency: o.ConcurrentTarget, RateLimit: o.ReconcileRateLimit}, Metrics: cm, Defaults: compile.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
+			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}, Only: only}
+	if err := tr.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("set up target controller: %w", err)
+	}
+	policy := endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}
+	// Git over HTTP(S) dials through the same guard as every other backend.
+	git.GuardHTTP(backends.GuardedDial(policy))
+	registry := backends.Default(policy)
+	resolver := &inventory.Resolver{Client: mgr.GetClient(),
+		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
+	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Metrics: cm,
+		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},
+		Resolver: resolver, Tenant: o.TenantMode}
+	if err := ir.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up inventory controller: %w", err)
+	}
+	// A tenant install has no right to the cluster kinds (and its webhooks
+	// refuse them): their controllers do not run.
+	if !o.TenantMode {
+		ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+			Metrics: cm, Defaults: tr.Defaults, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterTarget, RateLimit: o.ReconcileRateLimit}}
+		if err := ctr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up cluster target controller: %w", err)
+		}
+		cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
+			Metrics: cm, Resync: resync, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterInv, RateLimit: o.ReconcileRateLimit}}
+		if err := cir.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up cluster inventory controller: %w", err)
+		}
+	}
+	if err := familysink.SetupDatabaseSinks(mgr, registry, cm, writer.Events); err != nil {
+		return fmt.Errorf("set up database sink controller: %w", err)
+	}
+	if err := familysink.SetupEventSinks(mgr, registry, cm, writer.Events); err != nil {
+		return fmt.Errorf("set up event sink controller: %w", err)
+	}
+	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute, Events: writer.Events}
+	if err := sr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up snapshot sink controller: %w", err)
+	}
+	ctt := &connectiontest.Reconciler{Client: mgr.GetClient(), Snapshot: sr, Others: registry, Metrics: cm}
+	if err := ctt.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up connection test controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package collect
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kollect.dev/kollect/pipeline/model/extract"
+	"kollect.dev/kollect/pipeline/model/projection"
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/pipeline/model/selection"
+)
+
+// Evaluator is a compiled target.
+type Evaluator struct {
+	TargetNamespace string
+	TargetName      string
+	// PerNamespace gives each row the object's namespace as its target
+	// namespace (cluster targets).
+	PerNamespace bool
+	ProfileGVK   schema.GroupVersionKind
+	Selection    *selection.Target
+	Extractor    *extract.Extractor
+}
+
+// Reads is the part of an object Row reads: identity and selection
+// metadata, the rules' policies and the profile's attributes. Objects
+// reduced to it give the same rows.
+func (e *Evaluator) Reads() *projection.Set {
+	s := projection.Base()
+	s.Merge(e.Selection.Reads())
+	s.Merge(e.Extractor.Reads())
+	return s
+}
+
+// NamespaceLookup returns a namespace's metadata, or nil when unknown.
+type NamespaceLookup func(name string) *unstructured.Unstructured
+
+// Row evaluates obj, read as kind gvk. It returns nil without an error when
+// the target does not select the object, and an error when a required
+// attribute fails.
+func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, namespaces NamespaceLookup) (*rows.Row, error) {
+	// Cluster-scoped objects are tested as if they lived in "default"
+	// (SEMANTICS §2.2); their rows keep an empty namespace.
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = "default"
+	}
+	info := selection.NamespaceOf(ns, namespaces(ns))
+	if !e.Selection.Matches(gvk, obj.GetName(), selection.MetadataMap(obj, "labels"), &info, obj.Object) {
+		return nil, nil
+	}
+	attrs, err := e.Extractor.Extract(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	rowGVK := e.ProfileGVK
+	if len(e.Selection.Rules) > 0 {
+		rowGVK = gvk
+	}
+	targetNS := e.TargetNamespace
+	if e.PerNamespace {
+		targetNS = obj.GetNamespace()
+	}
+	row, err := rows.New(rows.Row{
+		TargetNamespace: targetNS, TargetName: e.TargetName,
+		Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Group: rowGVK.Group, Version: rowGVK.Version, Kind: rowGVK.Kind,
+		UID: string(obj.GetUID()), Attributes: attrs,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("row: %w", err)
+	}
+	return row, nil
+}

@@ -1,0 +1,71 @@
+package rows_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+)
+
+func row(t *testing.T, target, name, uid, image string) *rows.Row {
+	t.Helper()
+	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: target, Namespace: "demo", Name: name,
+		Version: "v1", Kind: "ConfigMap", UID: uid, Attributes: map[string]any{"image": image}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func names(rs []*rows.Row) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.TargetName+"/"+r.Name)
+	}
+	return out
+}
+
+func TestDiff(t *testing.T) {
+	a1, b1, c1 := row(t, "t", "a", "1", "x"), row(t, "t", "b", "2", "x"), row(t, "t", "c", "3", "x")
+	a2 := row(t, "t", "a", "1", "y")         // same key, new content
+	a1copy := row(t, "t", "a", "1", "x")     // same content, another pointer
+	aOther := row(t, "other", "a", "1", "x") // same object, another target
+	snap := func(rs ...*rows.Row) *rows.Snapshot {
+		return rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "inv"}, slices.Clone(rs), time.Unix(0, 0))
+	}
+	for _, tc := range []struct {
+		name             string
+		prev, next       *rows.Snapshot
+		upserts, deletes []string
+		replaced, full   bool
+	}{
+		{name: "unknown previous state sends everything", next: snap(a1, b1), upserts: []string{"t/a", "t/b"}, full: true},
+		{name: "nothing changed", prev: snap(a1, b1), next: snap(a1, b1)},
+		{name: "equal content in another row value is unchanged", prev: snap(a1, b1), next: snap(a1copy, b1)},
+		{name: "changed content is an upsert replacing the old row", prev: snap(a1, b1), next: snap(a2, b1), upserts: []string{"t/a"}, replaced: true},
+		{name: "a new row", prev: snap(a1), next: snap(a1, c1), upserts: []string{"t/c"}},
+		{name: "a missing row is a delete", prev: snap(a1, b1, c1), next: snap(a1, c1), deletes: []string{"t/b"}},
+		{name: "everything deleted", prev: snap(a1, b1), next: snap(), deletes: []string{"t/a", "t/b"}},
+		{name: "the same object under another target is another row", prev: snap(a1), next: snap(aOther), upserts: []string{"other/a"}, deletes: []string{"t/a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := rows.Diff(tc.prev, tc.next)
+			if got := names(d.Upserts); !slices.Equal(got, append([]string{}, tc.upserts...)) {
+				t.Errorf("upserts %v, want %v", got, tc.upserts)
+			}
+			if got := names(d.Deletes); !slices.Equal(got, append([]string{}, tc.deletes...)) {
+				t.Errorf("deletes %v, want %v", got, tc.deletes)
+			}
+			if d.Full() != tc.full || len(d.Replaced) != len(d.Upserts) {
+				t.Errorf("full %v, %d replaced for %d upserts", d.Full(), len(d.Replaced), len(d.Upserts))
+			}
+			if tc.replaced && (d.Replaced[0] == nil || d.Replaced[0].Sum() == d.Upserts[0].Sum()) {
+				t.Errorf("upsert does not name the row it replaces")
+			}
+			if d.Empty() != (len(tc.upserts)+len(tc.deletes) == 0) {
+				t.Errorf("Empty() = %v", d.Empty())
+			}
+		})
+	}
+}

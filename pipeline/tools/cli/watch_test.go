@@ -1,0 +1,158 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/pipeline/tools/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func setImage(t *testing.T, ns, name, image string) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = image
+	if err := env.Client.Update(context.Background(), &d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchReportsEachChange: --watch prints the first collection, then one
+// line per row that changes, and stops cleanly when interrupted.
+func TestWatchReportsEachChange(t *testing.T) {
+	kubeconfig, dir := setup(t)
+	live := deployment("cli-a", "live", "shop", "live:1")
+	if err := env.Client.Create(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), live) })
+	var out, errOut syncBuffer
+	cmd := cli.NewCollectCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-f", dir, "-o", "ndjson", "--watch"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	waitFor(t, "the watch to start", func() bool { return strings.Contains(errOut.String(), "watching for changes") })
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Fatalf("first collection: %d lines\n%s", n, out.String())
+	}
+	setImage(t, "cli-a", "live", "live:2")
+	took := waitFor(t, "the change to be printed", func() bool {
+		return strings.Contains(out.String(), `"type":"upsert"`) && strings.Contains(out.String(), `"image":"live:2"`)
+	})
+	t.Logf("change printed %v after the update", took)
+	setImage(t, "cli-b", "db", "db:2") // not selected: nothing printed
+	setImage(t, "cli-a", "live", "live:3")
+	waitFor(t, "the second change", func() bool { return strings.Contains(out.String(), `"image":"live:3"`) })
+	if err := env.Client.Delete(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delete", func() bool { return strings.Contains(out.String(), `"type":"delete"`) })
+	if strings.Contains(out.String(), "db:2") || strings.Count(out.String(), `"type":"upsert"`) != 2 {
+		t.Errorf("want exactly the changes of selected rows:\n%s", out.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("watch ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("watch did not stop within 5s of the interrupt")
+	}
+}
+
+// TestCollectToAGitSink: --sink writes one document per target to the
+// repository, the Secret's ${env:VAR} values are read from the
+// environment, and a missing variable is a clear error.
+func TestCollectToAGitSink(t *testing.T) {
+	kubeconfig, dir := setup(t)
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", bare).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	sinkFile := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(sinkFile, []byte(`apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: inventory-git, namespace: ops}
+spec:
+  type: git
+  endpoint: file://`+bare+`
+  cluster: lab
+  pathTemplate: clusters/{cluster}/{namespace}/{name}.yaml
+  secretRef: {name: git-credentials}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: git-credentials, namespace: ops}
+stringData: {token: '${env:KOLLECT_TEST_GIT_TOKEN}'}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile)
+	var exit *cli.ExitError
+	if !errors.As(err, &exit) || exit.Code != 2 || !strings.Contains(err.Error(), "KOLLECT_TEST_GIT_TOKEN") {
+		t.Fatalf("an unset variable: want exit 2 naming it, got %v", err)
+	}
+	t.Setenv("KOLLECT_TEST_GIT_TOKEN", "not-a-real-token")
+	out, stderr, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile)
+	if err != nil || !strings.Contains(out, "exported 1 target(s)") {
+		t.Fatalf("collect --sink: %v\n%s\n%s", err, out, stderr)
+	}
+	show, err := exec.Command("git", "--git-dir", bare, "show", "main:clusters/lab/ops/shop.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(show), "web:") || !strings.Contains(string(show), "cart:2") {
+		t.Fatalf("document: %v\n%s", err, show)
+	}
+	// The same collection again: the repository already holds it, no commit.
+	if _, _, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := exec.Command("git", "--git-dir", bare, "rev-list", "--count", "main").Output(); strings.TrimSpace(string(n)) != "1" {
+		t.Errorf("an unchanged collection made a commit: %s commits", n)
+	}
+}
