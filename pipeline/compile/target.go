@@ -162,3 +162,23 @@ func (c *Compiled) GVKs() []schema.GroupVersionKind {
 	}
 	return out
 }
+
+// ClusterTarget compiles a cluster target: it selects like a namespaced
+// target without a label selector or names, always in All mode, with its
+// profile from the namespace its profileRef names.
+func ClusterTarget(ct *kollectv1alpha1.KollectClusterTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*Compiled, error) {
+	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: ct.Spec.ProfileRef.Name,
+		NamespaceSelector: ct.Spec.NamespaceSelector, CollectionFilterSpec: ct.Spec.CollectionFilterSpec}}
+	return Compile(as, p, d)
+}
+
+// Selection compiles only a target's own selection, with the profile's kind
+// (nil: unknown yet): what the webhooks check of a target, the profile's
+// attributes being the profile's own check.
+func Selection(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile) (*Compiled, error) {
+	var kindOnly kollectv1alpha1.KollectProfile
+	if p != nil {
+		kindOnly.Spec.TargetGVK = p.Spec.TargetGVK
+	}
+	return Compile(t, &kindOnly, Defaults{})
+}

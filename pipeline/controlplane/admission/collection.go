@@ -44,16 +44,6 @@ func profile(_ context.Context, p *kollectv1alpha1.KollectProfile) (warnings, pr
 	return warnings, problems
 }
 
-// selectionOnly compiles a target's own selection (the profile's
-// attributes were checked with the profile).
-func selectionOnly(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile) (*compile.Compiled, error) {
-	sel := kollectv1alpha1.KollectProfile{}
-	if p != nil {
-		sel.Spec.TargetGVK = p.Spec.TargetGVK
-	}
-	return compile.Compile(t, &sel, compile.Defaults{})
-}
-
 // scopeKinds checks the kinds a target collects against a scope: each
 // rule's, or the profile's when there are no rules and the profile exists.
 func scopeKinds(c *scope.Ceiling, compiled *compile.Compiled, haveProfile bool) *scope.Violation {
@@ -85,7 +75,7 @@ func target(ctx context.Context, c client.Reader, o Options, t *kollectv1alpha1.
 	if err != nil {
 		return nil, append(problems, err.Error())
 	}
-	compiled, err := selectionOnly(t, p)
+	compiled, err := compile.Selection(t, p)
 	if err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}
@@ -122,9 +112,11 @@ func clusterTarget(ctx context.Context, c client.Reader, o Options, t *kollectv1
 	if err != nil {
 		return nil, append(problems, err.Error())
 	}
-	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: ref.Name,
-		NamespaceSelector: t.Spec.NamespaceSelector, CollectionFilterSpec: t.Spec.CollectionFilterSpec}}
-	compiled, err := selectionOnly(as, p)
+	kindOnly := kollectv1alpha1.KollectProfile{}
+	if p != nil {
+		kindOnly.Spec.TargetGVK = p.Spec.TargetGVK
+	}
+	compiled, err := compile.ClusterTarget(t, &kindOnly, compile.Defaults{})
 	if err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}

@@ -76,9 +76,7 @@ func (v *validator) references(d doc) {
 	}
 	// Attributes and export settings were checked with the profile; only
 	// the target's own selection is compiled here.
-	selectionOnly := *p
-	selectionOnly.Spec.Attributes, selectionOnly.Spec.Export = nil, nil
-	if _, err := compile.Compile(&t, &selectionOnly, compile.Defaults{}); err != nil {
+	if _, err := compile.Selection(&t, p); err != nil {
 		v.add(d, "", err.Error(), false)
 	}
 }

@@ -114,11 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	// Cluster targets select like a target without a label selector or
-	// names, and always watch in All mode.
-	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{
-		ProfileRef: pref.Name, NamespaceSelector: ct.Spec.NamespaceSelector, CollectionFilterSpec: ct.Spec.CollectionFilterSpec}}
-	c, err := compile.Compile(as, &p, r.Defaults)
+	c, err := compile.ClusterTarget(&ct, &p, r.Defaults)
 	if err != nil {
 		return degrade(target.ReasonExtractionFailed, err.Error())
 	}
