@@ -110,10 +110,7 @@ conformance: envtest-assets test-deps
 
 ## demo: the main job on a local control plane; DEMO_KEEP=1 keeps it running.
 demo:
-	bash hack/envtest-assets.sh $(ENVTEST_DIR) etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl
-	$(GO) build -o bin/kollect-demo ./hack/demo
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/kollect .
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) bin/kollect-demo -dir demo -assets $(ENVTEST_DIR)
+	@bash hack/demo.sh $(ENVTEST_DIR) $(VERSION)
 
 clean:
 	rm -rf bin

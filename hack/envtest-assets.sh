@@ -68,6 +68,11 @@ for bin in "${bins[@]}"; do
 		cache="$kubectl_cache"
 		mkdir -p "$cache"
 	fi
+	if [ -n "${ENVTEST_ASSETS_CHECK:-}" ]; then
+		# Only say whether a build is needed (exit 1 when one is).
+		[ -x "$cache/$bin" ] || exit 1
+		continue
+	fi
 	if [ -x "$dest/$bin" ] && cmp -s "$dest/$bin" "$cache/$bin" 2>/dev/null; then
 		continue
 	fi
