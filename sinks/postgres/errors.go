@@ -40,11 +40,12 @@ func (s *Sink) classify(op string, err error) error {
 // isConcurrentCreate recognises the error PostgreSQL gives when two
 // sessions run CREATE … IF NOT EXISTS for the same object at once (a probe
 // and an export, or two operators): the loser hits the catalog's unique
-// index, or finds the object created. Either way the object exists; the
+// index (23505), or finds the object or its row type created (42P07,
+// 42P06, 42710). Either way the object exists; the
 // primary-key read that follows confirms it.
 func isConcurrentCreate(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07" || pgErr.Code == "42P06")
+	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P07" || pgErr.Code == "42P06" || pgErr.Code == "42710")
 }
 
 func isPermission(err error) bool {
