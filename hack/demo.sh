@@ -41,7 +41,7 @@ cached() { ENVTEST_ASSETS_CHECK=1 bash "$here/envtest-assets.sh" "$assets" "$@" 
 
 if cached etcd kube-apiserver; then first="seconds: cached"; else first="first time: about 6 min on 2 cores, then cached"; fi
 step "etcd and kube-apiserver" "$first" bash "$here/envtest-assets.sh" "$assets" etcd kube-apiserver
-step "Kollect (the demo and the kollect CLI)" "first time: about 2 min; then seconds" \
+step "Kollect (the demo and the kollect CLI)" "first time: about 6 min on 2 cores; then seconds" \
 	bash -c "go build -o bin/kollect-demo ./hack/demo && go build -trimpath -ldflags '-X main.version=$version' -o bin/kollect ."
 
 if cached "${cluster_bins[@]}"; then
@@ -55,7 +55,7 @@ cluster_log="$PWD/bin/demo-build-cluster.log"
 bash "$here/envtest-assets.sh" "$assets" "${cluster_bins[@]}" >"$cluster_log" 2>&1 &
 builder=$!
 trap 'kill $builder 2>/dev/null || true' EXIT
-echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (about 8 min; $cluster_log)"
+echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (about 4 min more; $cluster_log)"
 echo "==> Act one, $(elapsed) after the start: the story on the API server alone (Deployments without Pods)"
 KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir bin/demo-act-one -assets "$assets" -cluster=false -keep=false
 echo "==> Act one done $(elapsed) after the start. Act two needs the background build; waiting for it"
