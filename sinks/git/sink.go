@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"sort"
@@ -65,8 +66,11 @@ type Sink struct {
 	lastCommit plumbing.Hash
 	lastFlat   map[string]entry
 	written    map[string]bool
-	rendered   map[*rows.Row]renderedFile
-	commits    int // made by this process, for garbage collection
+	// recorded is the list of owned files the remote's owned ref holds, as
+	// last pushed or read: an unchanged list is not written again.
+	recorded map[string]bool
+	rendered map[*rows.Row]renderedFile
+	commits  int // made by this process, for garbage collection
 }
 
 type entry struct {
@@ -180,6 +184,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 		if s.written, err = s.loadOwned(ctx, snap.Inventory); err != nil {
 			return sinks.Ack{}, err
 		}
+		s.recorded = s.written
 	}
 	next := make(map[string]entry, len(flat)+len(files))
 	for p, e := range flat {
@@ -209,13 +214,16 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 		return sinks.Ack{}, err
 	}
 	var owned plumbing.ReferenceName
-	if s.cfg.Layout.Mode == "perResource" {
+	if s.cfg.Layout.Mode == "perResource" && !maps.Equal(written, s.recorded) {
 		if owned, err = s.ownedCommit(snap.Inventory, written); err != nil {
 			return sinks.Ack{}, err
 		}
 	}
 	if err := s.push(ctx, commit, base == plumbing.ZeroHash, owned); err != nil {
 		return sinks.Ack{}, err
+	}
+	if owned != "" {
+		s.recorded = written
 	}
 	s.remember(commit, next, written)
 	ack.Changed, ack.Revision = true, commit.String()

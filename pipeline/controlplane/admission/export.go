@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +37,9 @@ func floorProblems(ctx context.Context, c client.Reader, namespace string, inter
 		return nil
 	}
 	var problems []string
-	for field, v := range intervals {
+	fields := slices.Sorted(maps.Keys(intervals))
+	for _, field := range fields {
+		v := intervals[field]
 		d, err := time.ParseDuration(v)
 		if v == "" || err != nil || d >= floor {
 			continue

@@ -8,22 +8,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/controlplane/scope"
 	"kollect.dev/kollect/sinks/git"
 )
 
-// secretWarnings warns of Secret references the operator will refuse to
-// read: outside the sink's namespace, where its scope does not allow them.
-// (A warning, not a refusal: the platform may grant the namespace later,
-// and upstream samples name such Secrets.)
-func secretWarnings(ctx context.Context, c client.Reader, ns string, refs ...*kollectv1alpha1.SecretReference) []string {
+// secretWarnings warns of the Secrets the operator reads for a sink
+// (backends.SecretRefs, the same list the runtime reads) that lie outside
+// its namespace where its scope does not allow them. A warning, not a
+// refusal: the platform may grant the namespace later, and upstream samples
+// name such Secrets.
+func secretWarnings(ctx context.Context, c client.Reader, sink client.Object) []string {
+	ns := sink.GetNamespace()
+	var ceiling *scope.Ceiling
+	looked := false
 	var out []string
-	for _, r := range refs {
-		if r == nil || r.Namespace == "" || r.Namespace == ns {
+	for _, r := range backends.SecretRefs(sink) {
+		if r.Namespace == "" || r.Namespace == ns {
 			continue
 		}
-		ceiling, err := scope.Namespaced(ctx, c, ns)
-		if err == nil && ceiling.AllowsSecretNamespace(ns, r.Namespace) {
+		if !looked {
+			ceiling, _ = scope.Namespaced(ctx, c, ns)
+			looked = true
+		}
+		if ceiling.AllowsSecretNamespace(ns, r.Namespace) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("Secret %s/%s is outside namespace %q: the operator reads it only if the KollectScope of %q lists %q in spec.allowedSecretNamespaces",
@@ -34,13 +42,10 @@ func secretWarnings(ctx context.Context, c client.Reader, ns string, refs ...*ko
 
 // common checks what every family sink shares: the interval floor of its
 // namespace, its Secret references and the warnings of API.md §5.
-func common(ctx context.Context, c client.Reader, ns string, s *kollectv1alpha1.SinkCommonFields) (warnings, problems []string) {
+func common(ctx context.Context, c client.Reader, sink client.Object, s *kollectv1alpha1.SinkCommonFields) (warnings, problems []string) {
+	ns := sink.GetNamespace()
 	problems = floorProblems(ctx, c, ns, map[string]string{"spec.exportMinInterval": string(s.ExportMinInterval)})
-	refs := []*kollectv1alpha1.SecretReference{s.SecretRef}
-	if s.TLS != nil {
-		refs = append(refs, s.TLS.CASecretRef)
-	}
-	warnings = append(warnings, secretWarnings(ctx, c, ns, refs...)...)
+	warnings = append(warnings, secretWarnings(ctx, c, sink)...)
 	if s.Provisioning != nil && s.Provisioning.Mode == "existing" {
 		warnings = append(warnings, "spec.provisioning.mode existing: the sink's table, topic or stream must exist; nothing is created")
 	}
@@ -62,15 +67,12 @@ func (o Options) endpoint(field, raw string) []string {
 
 // snapshotSink: endpoint guard (bucket URIs carry no host), warnings.
 func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
-	warnings, problems = common(ctx, c, s.Namespace, &s.Spec.SinkCommonFields)
+	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	if ep := s.Spec.Endpoint; !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") {
 		problems = append(problems, o.endpoint("spec.endpoint", ep)...)
 	}
 	if g := s.Spec.Git; g != nil {
 		problems = append(problems, o.endpoint("spec.git.endpoint", g.Endpoint)...)
-		if g.Auth != nil {
-			warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, g.Auth.SecretRef)...)
-		}
 		if g.PushPolicy == "ForcePush" {
 			warnings = append(warnings, "spec.git.pushPolicy ForcePush rewrites the branch's history on every export")
 		}
@@ -101,29 +103,19 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 
 // databaseSink: endpoint guard, warnings.
 func databaseSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectDatabaseSink) (warnings, problems []string) {
-	warnings, problems = common(ctx, c, s.Namespace, &s.Spec.SinkCommonFields)
+	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
-	switch {
-	case s.Spec.Postgres != nil:
-		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, &s.Spec.Postgres.DatabaseRef)...)
-	case s.Spec.MongoDB != nil:
-		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, &s.Spec.MongoDB.DatabaseRef)...)
-	case s.Spec.BigQuery != nil:
-		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, s.Spec.BigQuery.SecretRef)...)
-	}
 	return warnings, problems
 }
 
 // eventSink: every broker and the NATS URL through the endpoint guard.
 func eventSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectEventSink) (warnings, problems []string) {
-	warnings, problems = common(ctx, c, s.Namespace, &s.Spec.SinkCommonFields)
+	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
 	if n := s.Spec.NATS; n != nil {
 		problems = append(problems, o.endpoint("spec.nats.url", n.URL)...)
-		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, n.SecretRef)...)
 	}
 	if k := s.Spec.Kafka; k != nil {
-		warnings = append(warnings, secretWarnings(ctx, c, s.Namespace, k.SecretRef)...)
 		for i, b := range k.Brokers {
 			problems = append(problems, o.endpoint(fmt.Sprintf("spec.kafka.brokers[%d]", i), b)...)
 		}
@@ -133,9 +125,12 @@ func eventSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alph
 
 // sinkLists: a scope's sink allow-lists hold names, not references.
 func sinkLists(l kollectv1alpha1.ScopeSinkAllowList) (problems []string) {
-	for field, names := range map[string][]string{"snapshotSinkRefs": l.SnapshotSinkRefs, "databaseSinkRefs": l.DatabaseSinkRefs,
-		"eventSinkRefs": l.EventSinkRefs, "sinkRefs": l.SinkRefs} {
-		for i, n := range names {
+	for _, list := range []struct {
+		field string
+		names []string
+	}{{"snapshotSinkRefs", l.SnapshotSinkRefs}, {"databaseSinkRefs", l.DatabaseSinkRefs}, {"eventSinkRefs", l.EventSinkRefs}, {"sinkRefs", l.SinkRefs}} {
+		field := list.field
+		for i, n := range list.names {
 			if strings.TrimSpace(n) == "" || strings.Contains(n, "/") {
 				problems = append(problems, fmt.Sprintf("spec.%s[%d]: %q must be a sink name", field, i, n))
 			}
@@ -146,10 +141,10 @@ func sinkLists(l kollectv1alpha1.ScopeSinkAllowList) (problems []string) {
 
 // connectionTest: exactly one sink reference, by name.
 func connectionTest(_ context.Context, t *kollectv1alpha1.KollectConnectionTest) (warnings, problems []string) {
-	refs := map[string]string{"snapshotSinkRef": t.Spec.SinkRef.SnapshotSinkRef, "databaseSinkRef": t.Spec.SinkRef.DatabaseSinkRef,
-		"eventSinkRef": t.Spec.SinkRef.EventSinkRef}
 	set := 0
-	for field, v := range refs {
+	for _, ref := range [][2]string{{"snapshotSinkRef", t.Spec.SinkRef.SnapshotSinkRef}, {"databaseSinkRef", t.Spec.SinkRef.DatabaseSinkRef},
+		{"eventSinkRef", t.Spec.SinkRef.EventSinkRef}} {
+		field, v := ref[0], ref[1]
 		if v == "" {
 			continue
 		}

@@ -60,6 +60,20 @@ func ReadCredentials(ctx context.Context, c client.Reader, sink client.Object) (
 	return creds, nil
 }
 
+// SecretRefs lists the Secrets the operator reads for a sink (nil entries
+// skipped): its credentials Secret, as the backend names it, and its CA.
+func SecretRefs(sink client.Object) []*kollectv1alpha1.SecretReference {
+	ref, tls := credentialRefs(sink)
+	var out []*kollectv1alpha1.SecretReference
+	if ref != nil {
+		out = append(out, ref)
+	}
+	if tls != nil && len(tls.CABundle) == 0 && tls.CASecretRef != nil {
+		out = append(out, tls.CASecretRef)
+	}
+	return out
+}
+
 func credentialRefs(sink client.Object) (*kollectv1alpha1.SecretReference, *kollectv1alpha1.TLSSpec) {
 	switch s := sink.(type) {
 	case *kollectv1alpha1.KollectSnapshotSink:

@@ -234,5 +234,18 @@ func (c *Ceiling) Restrict(sel *selection.Target) {
 	if c == nil || (len(c.AllowedNamespaces) == 0 && len(c.DeniedNamespaces) == 0) {
 		return
 	}
-	sel.Within = c.AllowsNamespace
+	// Consulted for every object event: sets, built once.
+	allowed, denied := setOf(c.AllowedNamespaces), setOf(c.DeniedNamespaces)
+	sel.Within = func(ns string) bool { return !denied[ns] && (allowed == nil || allowed[ns]) }
+}
+
+func setOf(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(list))
+	for _, x := range list {
+		m[x] = true
+	}
+	return m
 }

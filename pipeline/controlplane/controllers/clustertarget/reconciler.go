@@ -123,9 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
 		return degrade(v.Reason, v.Message)
 	}
-	verdict.Matched, _ = target.MatchNamespaces(r.Namespaces, c.Selection)
+	verdict.Matched = target.MatchNamespaces(r.Namespaces, c.Selection)
 	ceiling.Restrict(c.Selection)
-	_, verdict.Effective = target.MatchNamespaces(r.Namespaces, c.Selection)
+	verdict.Effective = target.Within(verdict.Matched, c.Selection)
 	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
 
 	generations := fmt.Sprintf("%d/%s/%s", ct.Generation, p.ResourceVersion, ceiling.Version())

@@ -63,7 +63,7 @@ func SetupDatabaseSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec 
 		return &o.KollectDatabaseSink, func() sinkObject { return o }
 	}}
 	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, snapshotsink.SinksIn(r.Client, &kollectv1alpha1.KollectDatabaseSinkList{})).Complete(m.Instrument(r.name, r))
+		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectDatabaseSinkList{})).Complete(m.Instrument(r.name, r))
 }
 
 // SetupEventSinks registers the KollectEventSink reconciler.
@@ -73,7 +73,7 @@ func SetupEventSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec eve
 		return &o.KollectEventSink, func() sinkObject { return o }
 	}}
 	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, snapshotsink.SinksIn(r.Client, &kollectv1alpha1.KollectEventSinkList{})).Complete(m.Instrument(r.name, r))
+		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectEventSinkList{})).Complete(m.Instrument(r.name, r))
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kollect.dev/kollect/actors/engine"
@@ -59,7 +58,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler; sink changes requeue the
 // inventories of their namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toInventories := handler.EnqueueRequestsFromMapFunc(r.inventoriesIn)
+	toInventories := controllers.AllIn(r.Client, &kollectv1alpha1.KollectInventoryList{})
 	b := ctrl.NewControllerManagedBy(mgr)
 	if !r.Tenant {
 		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged()))
@@ -78,18 +77,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
-}
-
-func (r *Reconciler) inventoriesIn(ctx context.Context, o client.Object) []reconcile.Request {
-	var list kollectv1alpha1.KollectInventoryList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, inv := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&inv)})
-	}
-	return reqs
 }
 
 func engineKey(key types.NamespacedName) string { return string(status.Inventory) + ":" + key.String() }

@@ -9,12 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -54,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectsnapshotsink").
 		For(&kollectv1alpha1.KollectSnapshotSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, SinksIn(r.Client, &kollectv1alpha1.KollectSnapshotSinkList{})).
+		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectSnapshotSinkList{})).
 		Complete(r.Metrics.Instrument("kollectsnapshotsink", r))
 }
 
@@ -144,25 +142,6 @@ func announceProbe(rec events.EventRecorder, obj client.Object, before, after []
 	case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
 		rec.Eventf(obj, nil, corev1.EventTypeNormal, ReasonConnectionOK, "Probe", "%s", now.Message)
 	}
-}
-
-// SinksIn maps an object to the sinks of a kind in its namespace (a scope
-// change re-probes them: it may allow or refuse their Secrets).
-func SinksIn(c client.Client, list client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		l := list.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(l, func(item runtime.Object) error {
-			if co, ok := item.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
-			}
-			return nil
-		})
-		return reqs
-	})
 }
 
 // Probe tests a snapshot sink's connection as the reconciler does: the

@@ -113,7 +113,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&kollectv1alpha1.KollectTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
-		Watches(&kollectv1alpha1.KollectScope{}, handler.EnqueueRequestsFromMapFunc(r.targetsIn)).
+		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectTargetList{})).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
@@ -121,18 +121,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectTargetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, t := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
-	}
-	return reqs
-}
-
-func (r *Reconciler) targetsIn(ctx context.Context, o client.Object) []reconcile.Request {
-	var list kollectv1alpha1.KollectTargetList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -233,7 +221,7 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
 		return nil, nil, v
 	}
-	matched, _ = MatchNamespaces(nss, c.Selection)
+	matched = MatchNamespaces(nss, c.Selection)
 	intent := matched
 	if len(intent) == 0 {
 		intent = []string{own}
@@ -242,8 +230,7 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 		return matched, nil, v
 	}
 	ceiling.Restrict(c.Selection)
-	_, effective = MatchNamespaces(nss, c.Selection)
-	return matched, effective, nil
+	return matched, Within(matched, c.Selection), nil
 }
 
 // pinToWatched keeps a tenant-mode target within the watched namespaces
@@ -267,18 +254,32 @@ func pinToWatched(c *compile.Compiled, only []string) error {
 	return nil
 }
 
-// MatchNamespaces lists the namespaces a selection's intent and filters match.
-func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched, effective []string) {
+// MatchNamespaces lists, sorted, the namespaces a selection's intent and
+// filters match.
+func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched []string) {
 	if nss == nil {
-		return nil, nil
+		return nil
 	}
 	for _, name := range nss.NamespaceNames() {
 		if sel.NamespaceMatches(selection.NamespaceOf(name, nss.Namespace(name))) {
 			matched = append(matched, name)
-			effective = append(effective, name)
 		}
 	}
 	sort.Strings(matched)
-	sort.Strings(effective)
-	return matched, effective
+	return matched
+}
+
+// Within keeps the matched namespaces a selection's ceiling allows: the
+// effective set.
+func Within(matched []string, sel *selection.Target) []string {
+	if sel.Within == nil {
+		return matched
+	}
+	var out []string
+	for _, ns := range matched {
+		if sel.Within(ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
