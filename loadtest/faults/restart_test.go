@@ -202,57 +202,87 @@ func (r *rig) condition(typ string) (status, reason string, err error) {
 	return "", "", nil
 }
 
-// TestARestartWhileATargetIsDegradedChangesNothing deletes the target's
-// profile (the target is degraded and frozen), restarts the manager, then
-// recreates the profile: the restarted manager waits for the target rather
-// than export without it, and nothing is written to any sink at any point.
+// TestARestartWhileATargetIsDegradedChangesNothing degrades the target
+// (its profile deleted, or a KollectScope refusing its kind: either way it
+// is frozen), restarts the manager, then lets the target recover: the
+// restarted manager waits for the target rather than export without it,
+// and nothing is written to any sink at any point.
 func TestARestartWhileATargetIsDegradedChangesNothing(t *testing.T) {
-	ctx := context.Background()
-	r := newRig(t, "faults-degraded")
-	r.apply()
-	n := min(objects(), 1000)
-	want, before := r.seed(ctx, n)
 	profile := &unstructured.Unstructured{}
 	profile.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectProfile"})
-	profile.SetNamespace(r.ns)
 	profile.SetName("configmaps")
-	if err := env.Client.Delete(ctx, profile); err != nil {
-		t.Fatal(err)
+	scope := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"allowedGVKs": []any{map[string]any{"group": "", "version": "v1", "kind": "Secret"}}}}}
+	scope.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectScope"})
+	scope.SetName("secrets-only")
+	for _, tc := range []struct {
+		name, ns string
+		degrade  func(ctx context.Context, r *rig) error
+		recover  func(ctx context.Context, r *rig) error
+	}{
+		{"profile deleted", "faults-degraded",
+			func(ctx context.Context, r *rig) error {
+				profile.SetNamespace(r.ns)
+				return env.Client.Delete(ctx, profile)
+			},
+			func(_ context.Context, r *rig) error { r.apply(); return nil }},
+		{"kind refused by a scope", "faults-scope",
+			func(ctx context.Context, r *rig) error {
+				scope.SetNamespace(r.ns)
+				return env.Client.Create(ctx, scope.DeepCopy())
+			},
+			func(ctx context.Context, r *rig) error {
+				scope.SetNamespace(r.ns)
+				return env.Client.Delete(ctx, scope.DeepCopy())
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newRig(t, tc.ns)
+			r.apply()
+			n := min(objects(), 1000)
+			want, before := r.seed(ctx, n)
+			if err := tc.degrade(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second) // the target degrades and freezes
+			if _, err := r.op.Stop(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			r.start()
+			eventually(t, time.Minute, "the restarted inventory waits for its degraded target", func() error {
+				if s, reason, err := r.condition("Synced"); err != nil || s != "False" || reason != "WaitingForTargets" {
+					return fmt.Errorf("Synced=%s/%s (%v)", s, reason, err)
+				}
+				return nil
+			})
+			time.Sleep(2 * time.Second) // several batch windows: an export would have happened
+			unchanged := func(when string) {
+				t.Helper()
+				h, err := r.read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.converged(want); err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				if len(h.commits) != len(before.commits) || len(h.nats) != len(before.nats) || len(h.kafka) != len(before.kafka) {
+					r.noRowEverDropped(len(before.commits), n)
+					t.Fatalf("%s: %d commit(s), %d NATS and %d Kafka message(s) written", when, len(h.commits)-len(before.commits),
+						len(h.nats)-len(before.nats), len(h.kafka)-len(before.kafka))
+				}
+				if ops, err := r.audited(ctx); err != nil || len(ops) != 0 {
+					t.Fatalf("%s: Postgres writes %v (%v)", when, ops, err)
+				}
+			}
+			unchanged("while the target is degraded after a restart")
+			recovered := time.Now()
+			if err := tc.recover(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "every binding acknowledges an export once the target lists", func() error { return r.exportedSince(recovered) })
+			time.Sleep(2 * time.Second)
+			unchanged("after the target recovered")
+		})
 	}
-	time.Sleep(2 * time.Second) // the target degrades and freezes
-	if _, err := r.op.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	eventually(t, time.Minute, "the restarted inventory waits for its degraded target", func() error {
-		if s, reason, err := r.condition("Synced"); err != nil || s != "False" || reason != "WaitingForTargets" {
-			return fmt.Errorf("Synced=%s/%s (%v)", s, reason, err)
-		}
-		return nil
-	})
-	time.Sleep(2 * time.Second) // several batch windows: an export would have happened
-	unchanged := func(when string) {
-		t.Helper()
-		h, err := r.read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.converged(want); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-		if len(h.commits) != len(before.commits) || len(h.nats) != len(before.nats) || len(h.kafka) != len(before.kafka) {
-			r.noRowEverDropped(len(before.commits), n)
-			t.Fatalf("%s: %d commit(s), %d NATS and %d Kafka message(s) written", when, len(h.commits)-len(before.commits),
-				len(h.nats)-len(before.nats), len(h.kafka)-len(before.kafka))
-		}
-		if ops, err := r.audited(ctx); err != nil || len(ops) != 0 {
-			t.Fatalf("%s: Postgres writes %v (%v)", when, ops, err)
-		}
-	}
-	unchanged("while the target is degraded after a restart")
-	r.apply() // the profile again
-	recovered := time.Now()
-	eventually(t, time.Minute, "every binding acknowledges an export once the target lists", func() error { return r.exportedSince(recovered) })
-	time.Sleep(2 * time.Second)
-	unchanged("after the target recovered")
 }
