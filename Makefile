@@ -6,6 +6,7 @@
 #   make build         bin/kollect
 #   make bench         sink and engine benchmarks
 #   make faults        the fault-injection suite at scale (make test runs it small)
+#   make loadtest      a load-test scenario (SCENARIO=10k, 100k, engine-200k, ...)
 #   make fuzz          fuzz the parsers and encoders for a while each
 #
 # Everything a target needs is built from the Go module proxy and cached:
@@ -25,7 +26,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test test-deps conformance envtest-assets bench faults fuzz demo helm clean help
+.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest fuzz demo helm clean help
 
 all: build
 
@@ -65,8 +66,15 @@ lint:
 	@unformatted="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
+	$(GO) -C loadtest mod tidy -diff
 	$(GO) vet ./...
+	$(GO) -C loadtest vet ./...
 	$(GO) vet -tags conformance ./pipeline/harness/conformance/
+
+## test-prep: what the tests need, one line per build step (build output
+## in bin/test-build.log, named when a step fails).
+test-prep:
+	@bash hack/test-prep.sh $(ENVTEST_DIR) $(HELM)
 
 ## envtest-assets: kube-apiserver and etcd for the tests (skipped when built).
 envtest-assets:
@@ -77,8 +85,17 @@ envtest-assets:
 test-deps:
 	bash hack/test-deps.sh
 
-test: lint check-generated envtest-assets test-deps helm
+## The load-test harness is a module of its own (loadtest/go.mod): its
+## tests, the fault-injection suite among them, run after the operator's.
+test: test-prep lint check-generated
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) $(GO) test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test $(GO_TEST_FLAGS) ./...
+
+## loadtest: one load-test scenario (loadtest/scenarios), report in
+## loadtest/reports; LOADTEST_FLAGS passes more, such as -gomemlimit 300MiB.
+SCENARIO ?= 10k
+loadtest: envtest-assets test-deps
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest run . -scenario $(SCENARIO) $(LOADTEST_FLAGS)
 
 ## bench: the sink and engine benchmarks (figures in docs/performance.md).
 bench: test-deps
@@ -89,7 +106,7 @@ bench: test-deps
 FAULTS_OBJECTS ?= 9000
 faults: envtest-assets test-deps
 	KOLLECT_FAULTS_OBJECTS=$(FAULTS_OBJECTS) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
-		$(GO) test -count=1 -timeout 30m -v ./loadtest/faults/
+		$(GO) -C loadtest test -count=1 -timeout 30m -v ./faults/
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora run in make test).
 FUZZTIME ?= 60s

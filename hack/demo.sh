@@ -16,25 +16,10 @@ assets="${1:?usage: demo.sh ENVTEST_DIR VERSION}"
 version="${2:-dev}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p bin
-log="$PWD/bin/demo-build.log"
-: >"$log"
-start=$(date +%s)
-
-elapsed() { local s=$(($(date +%s) - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
-
-# step WHAT ESTIMATE COMMAND...: one line before, one after, output in the log.
-step() {
-	local what="$1" estimate="$2"
-	shift 2
-	printf '==> %s (%s)\n' "$what" "$estimate"
-	local t0=$(date +%s)
-	if ! "$@" >>"$log" 2>&1; then
-		echo "demo: building $what failed; the build output is in $log:" >&2
-		tail -n 20 "$log" >&2
-		exit 1
-	fi
-	printf '    done in %ss (%s since the start)\n' $(($(date +%s) - t0)) "$(elapsed)"
-}
+STEPS_LOG="$PWD/bin/demo-build.log"
+: >"$STEPS_LOG"
+# shellcheck source=steps.sh
+source "$here/steps.sh"
 
 cluster_bins=(kube-controller-manager kube-scheduler kwok kubectl)
 cached() { ENVTEST_ASSETS_CHECK=1 bash "$here/envtest-assets.sh" "$assets" "$@" 2>/dev/null; }
@@ -56,15 +41,15 @@ bash "$here/envtest-assets.sh" "$assets" "${cluster_bins[@]}" >"$cluster_log" 2>
 builder=$!
 trap 'kill $builder 2>/dev/null || true' EXIT
 echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (about 4 min more; $cluster_log)"
-echo "==> Act one, $(elapsed) after the start: the story on the API server alone (Deployments without Pods)"
+echo "==> Act one, $(steps_elapsed) after the start: the story on the API server alone (Deployments without Pods)"
 KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir bin/demo-act-one -assets "$assets" -cluster=false -keep=false
-echo "==> Act one done $(elapsed) after the start. Act two needs the background build; waiting for it"
+echo "==> Act one done $(steps_elapsed) after the start. Act two needs the background build; waiting for it"
 if ! wait "$builder"; then
 	echo "demo: building the cluster binaries failed; the build output is in $cluster_log:" >&2
 	tail -n 20 "$cluster_log" >&2
 	exit 1
 fi
 trap - EXIT
-echo "==> Act two, $(elapsed) after the start: the whole story, with Running Pods"
+echo "==> Act two, $(steps_elapsed) after the start: the whole story, with Running Pods"
 KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir demo -assets "$assets"
-echo "demo: first run done in $(elapsed); later runs find everything cached"
+echo "demo: first run done in $(steps_elapsed); later runs find everything cached"

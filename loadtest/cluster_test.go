@@ -23,7 +23,9 @@ var binDir string
 
 var operatorBinary = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(binDir, "kollect")
-	if out, err := exec.Command("go", "build", "-o", bin, "kollect.dev/kollect").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, operatorModule)
+	build.Dir = ".." // the operator's own module
+	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the operator: %v\n%s", err, out)
 	}
 	return bin, nil

@@ -5,5 +5,8 @@
 // PostgreSQL. Both check correctness (every row arrives, nothing lost or
 // duplicated) and write a report; neither asserts a speed.
 //
-// Run it with `go run ./loadtest/cmd -scenario loadtest/scenarios/10k.yaml`.
+// It is a Go module of its own (its plotting library stays out of the
+// operator's module) that builds the operator from the checkout it runs
+// in. Run it with `make loadtest SCENARIO=10k`, or `go run . -scenario 10k`
+// in this folder.
 package main

@@ -27,7 +27,7 @@ func parseFlags(args []string) (flags, error) {
 	var f flags
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.StringVar(&f.scenario, "scenario", "10k", "A scenario name from loadtest/scenarios or a scenario file.")
-	fs.StringVar(&f.out, "out", "loadtest/reports", "Folder for the report.")
+	fs.StringVar(&f.out, "out", "", "Folder for the report (default: loadtest/reports in the checkout).")
 	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
@@ -38,8 +38,17 @@ func parseFlags(args []string) (flags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	if !strings.ContainsAny(f.scenario, "/.") {
-		f.scenario = filepath.Join("loadtest", "scenarios", f.scenario+".yaml")
+	if !strings.ContainsAny(f.scenario, "/.") || f.out == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return f, err
+		}
+		if !strings.ContainsAny(f.scenario, "/.") {
+			f.scenario = filepath.Join(root, "loadtest", "scenarios", f.scenario+".yaml")
+		}
+		if f.out == "" {
+			f.out = filepath.Join(root, "loadtest", "reports")
+		}
 	}
 	return f, nil
 }
@@ -80,7 +89,13 @@ func main() {
 	defer stop()
 	if s.Mode == "cluster" && f.binary == "" {
 		f.binary = filepath.Join(os.TempDir(), "kollect-loadtest-operator")
-		if b, err := exec.Command("go", "build", "-o", f.binary, "kollect.dev/kollect").CombinedOutput(); err != nil {
+		root, err := repoRoot()
+		if err != nil {
+			fail(err)
+		}
+		build := exec.Command("go", "build", "-o", f.binary, operatorModule)
+		build.Dir = root
+		if b, err := build.CombinedOutput(); err != nil {
 			fail(fmt.Errorf("build the operator: %v: %s", err, b))
 		}
 	}

@@ -22,8 +22,7 @@ func TestShippedScenariosParse(t *testing.T) {
 		if f.kubeconfig != "/tmp/kc" || f.memLimit != "300MiB" {
 			t.Errorf("%s: flags read as %+v", name, f)
 		}
-		// Run from the repository root in real use; here from loadtest/.
-		if _, err := LoadScenario(filepath.Join("..", f.scenario)); err != nil {
+		if _, err := LoadScenario(f.scenario); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -114,6 +114,8 @@ type actorState struct {
 
 	inflight bool
 	breaker  Breaker
+	// circuit is the state last logged: each transition is logged once.
+	circuit Circuit
 	// cancelRetry and cancelDue cancel the pending retry (set while the
 	// binding waits out a back-off) and heartbeat timers.
 	cancelRetry, cancelDue scheduler.CancelFunc
@@ -128,7 +130,7 @@ func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 	cfg.defaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{cfg: cfg, slot: slot, metrics: metrics,
-			breaker:  Breaker{OpenAfter: cfg.OpenAfter, Backoff: wait.Backoff{Duration: cfg.BackoffBase, Cap: cfg.BackoffMax}},
+			circuit: Closed, breaker: Breaker{OpenAfter: cfg.OpenAfter, Backoff: wait.Backoff{Duration: cfg.BackoffBase, Cap: cfg.BackoffMax}},
 			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
 }
@@ -157,7 +159,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case retry:
 		a.cancelRetry = nil
 		a.breaker.Retry()
-		a.circuitChanged()
+		a.circuitChanged(ctx, nil, 0)
 		a.maybeStart(ctx)
 	case due:
 		a.cancelDue = nil
@@ -183,8 +185,30 @@ func (a *actorState) stopTimers() {
 	}
 }
 
-func (a *actorState) circuitChanged() {
-	a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, a.breaker.State().metric())
+// circuitChanged publishes the breaker's state and logs a transition once:
+// opening (with the error that opened it and the wait), half-opening for a
+// probe, closing again.
+func (a *actorState) circuitChanged(ctx actor.Context, err error, retryIn time.Duration) {
+	now := a.breaker.State()
+	a.metrics.Circuit(a.cfg.Inventory, a.cfg.Key, now.metric())
+	if now == a.circuit {
+		return
+	}
+	was := a.circuit
+	a.circuit = now
+	log := ctx.Logger().With("inventory", a.cfg.Inventory, "binding", a.cfg.Key, "from", string(was), "to", string(now))
+	switch now {
+	case Open:
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		log.Warn("sink circuit opened: exports paused", "failures", a.breaker.Failures(), "retryIn", retryIn.String(), "error", msg)
+	case HalfOpen:
+		log.Info("sink circuit half-open: one export tries the sink")
+	case Closed:
+		log.Info("sink circuit closed: the sink acknowledged an export")
+	}
 }
 
 // maybeStart exports the latest snapshot unless one is in flight, the
@@ -233,7 +257,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 	if d.err == nil {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
 		a.breaker.Success()
-		a.circuitChanged()
+		a.circuitChanged(ctx, nil, 0)
 		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
 		a.metrics.Rejected(a.cfg.Inventory, a.cfg.Key, len(d.ack.Rejected))
@@ -246,7 +270,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), 0, class)
 		a.slot.Unsure = true
 		res.RetryAfter = a.breaker.Failure()
-		a.circuitChanged()
+		a.circuitChanged(ctx, d.err, res.RetryAfter)
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.breaker.Failures())
 		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})
 	}

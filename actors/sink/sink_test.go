@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -241,5 +242,76 @@ func TestAFailedExportIsRetriedInFullUnderItsIDAndLaterExportsGetNewIDs(t *testi
 	}
 	if len(ids) != 4 || be.got[3].Full() || be.got[4].Full() {
 		t.Fatalf("want four exports with four ids, deltas after success; ids %v", ids)
+	}
+}
+
+// logLines records the messages an slog logger writes.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, r.Message)
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+func (l *logLines) circuit() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.lines {
+		if strings.HasPrefix(m, "sink circuit ") {
+			out = append(out, strings.Fields(m)[2])
+		}
+	}
+	return out
+}
+
+func TestEachCircuitTransitionIsLoggedOnce(t *testing.T) {
+	logs := &logLines{}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(logs) }))
+	t.Cleanup(sys.Shutdown)
+	be := &flakyBackend{down: true}
+	results := make(chan *sink.Result, 100)
+	var child *actor.PID
+	started := make(chan struct{})
+	sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			child = ctx.Spawn(sink.Props(sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be),
+				BackoffBase: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond, OpenAfter: 2}, &sink.Slot{}, nil))
+			close(started)
+		case *sink.Result:
+			results <- m
+		}
+	}))
+	<-started
+	sys.Root.Send(child, &sink.Offer{Snapshot: snapshot(t, "a")})
+	// Four failures: Closed (1), Open (2), then half-open probes that fail.
+	for range 4 {
+		if r := next(t, results); r.Err == nil {
+			t.Fatal("an export succeeded while the sink was down")
+		}
+	}
+	be.setDown(false)
+	for r := next(t, results); r.Err != nil; r = next(t, results) {
+	}
+	got := strings.Join(logs.circuit(), " ")
+	// opened once, then half-open/opened per failed probe, one close: never
+	// the same state twice in a row, never a line per failed attempt
+	// while open.
+	if !strings.HasPrefix(got, "opened: half-open: opened:") || !strings.HasSuffix(got, "half-open: closed:") {
+		t.Fatalf("circuit log %q", got)
+	}
+	f := logs.circuit()
+	for i := 1; i < len(f); i++ {
+		if f[i] == f[i-1] {
+			t.Fatalf("state %s logged twice in a row: %q", f[i], got)
+		}
 	}
 }

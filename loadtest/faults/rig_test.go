@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "kollect")
-	if out, err := exec.Command("go", "build", "-o", binary, "kollect.dev/kollect").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", binary, "kollect.dev/kollect")
+	build.Dir = "../.." // the operator's own module, not the harness's
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build the operator: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -75,9 +75,6 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// The actor system logs through the manager's logger.
 	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow,
 		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
-	if err := mgr.Add(writer); err != nil {
-		return fmt.Errorf("add status writer: %w", err)
-	}
 	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
 		return fmt.Errorf("add engine: %w", err)
 	}

@@ -115,7 +115,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ConcurrentClusterTarget, "max-concurrent-reconciles-cluster-target", 2, "Concurrent KollectClusterTarget reconciles.")
 	fs.IntVar(&o.ConcurrentClusterInv, "max-concurrent-reconciles-cluster-inventory", 2, "Concurrent KollectClusterInventory reconciles.")
 	fs.DurationVar(&o.ReconcileRateLimit, "reconcile-rate-limit", 0, "Base delay of the per-object failure back-off (0: controller-runtime default).")
-	fs.DurationVar(&o.TargetCountResync, "target-count-resync", 60*time.Second, "Periodic refresh of Ready targets.")
+	fs.DurationVar(&o.TargetCountResync, "target-count-resync", 60*time.Second, "Periodic re-reconcile of Ready targets, a safety net: counts and namespace changes arrive as events.")
 	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "Serve pprof on --pprof-bind-address.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", ":6060", "Address of the pprof listener.")
 
@@ -129,7 +129,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.InformerResyncPeriod, "informer-resync-period", 12*time.Hour, "Resync period of the collection informers.")
 	fs.DurationVar(&o.MetricsSampleInterval, "collect-metrics-sample-interval", 30*time.Second, "Accepted for compatibility; no effect: profile-derived metrics are not part of this version.")
 
-	fs.DurationVar(&o.StatusFlushInterval, "status-flush-interval", time.Second, "Minimum spacing of status writes per object.")
+	fs.DurationVar(&o.StatusFlushInterval, "status-flush-interval", time.Second, "Minimum spacing of the status writes an engine report triggers, per object.")
 	fs.DurationVar(&o.ExportBatchWindow, "export-batch-window", 200*time.Millisecond, "How long an inventory gathers row changes before it builds a snapshot.")
 	fs.BoolVar(&o.DevAllowLoopbackSinks, "dev-allow-loopback-sinks", false, "DEVELOPMENT ONLY: allow sink endpoints on loopback addresses (local test servers). Never set this in a cluster.")
 	_ = fs.MarkHidden("dev-allow-loopback-sinks")

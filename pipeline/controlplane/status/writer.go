@@ -2,14 +2,16 @@ package status
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/tools/events"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"kollect.dev/kollect/actors/inventory"
 	"kollect.dev/kollect/actors/target"
@@ -32,7 +34,11 @@ type Verdict struct {
 // Degraded reports whether the verdict is a failure.
 func (v Verdict) Degraded() bool { return v.Reason != "" }
 
-// Writer batches status writes.
+// Writer keeps, per object, the latest verdict of its reconciler and the
+// latest report of the engine, and writes their merge. It has no loop of
+// its own: a reconciler calls Write once per reconcile, and an engine
+// report enqueues a reconcile of its object through the kind's Source, so
+// controller-runtime's workqueue gives dedupe, back-off and concurrency.
 type Writer struct {
 	c        client.Client
 	interval time.Duration
@@ -41,8 +47,7 @@ type Writer struct {
 	mu      sync.Mutex
 	targets map[Key]*targetState
 	invs    map[Key]*inventoryState
-	dirty   map[Key]bool
-	wake    chan struct{}
+	queues  map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 	degraded       *prometheus.GaugeVec
 	degradedReason map[Key]string // the reason each Degraded series carries
@@ -84,31 +89,63 @@ type inventoryState struct {
 	report  *inventory.Report
 }
 
-// NewWriter builds a writer that flushes at most every interval.
+// NewWriter builds a writer. An engine report re-reconciles its object at
+// most once per interval, so a busy cluster does not turn into a
+// status-write storm.
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
-		dirty: map[Key]bool{}, wake: make(chan struct{}, 1), degraded: newDegradedGauge(), degradedReason: map[Key]string{}}
+		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{}}
 }
 
-func (w *Writer) mark(key Key) {
-	w.dirty[key] = true
-	select {
-	case w.wake <- struct{}{}:
-	default:
+// Source is the event source of a kind's controller: each engine report
+// about an object of that kind enqueues it, no sooner than the interval.
+// Reports that arrived before the controller started are enqueued when it
+// starts.
+func (w *Writer) Source(kind Kind) source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.queues[kind] = q
+		for key, st := range w.targets {
+			if key.Kind == kind && st.report != nil {
+				q.Add(reconcile.Request{NamespacedName: key.NamespacedName})
+			}
+		}
+		for key, st := range w.invs {
+			if key.Kind == kind && st.report != nil {
+				q.Add(reconcile.Request{NamespacedName: key.NamespacedName})
+			}
+		}
+		return nil
+	})
+}
+
+// reported asks the kind's controller to reconcile key. Callers hold mu.
+func (w *Writer) reported(key Key) {
+	if q := w.queues[key.Kind]; q != nil {
+		q.AddAfter(reconcile.Request{NamespacedName: key.NamespacedName}, w.interval)
 	}
 }
 
-// Set records a reconciler's verdict.
-func (w *Writer) Set(key Key, v Verdict) {
+// Write records a reconciler's verdict and patches the object's status
+// with it and the latest report, when that changes anything. An object
+// that is gone is not an error.
+func (w *Writer) Write(ctx context.Context, key Key, v Verdict) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if key.isTarget() {
 		w.target(key).verdict = &v
 	} else {
 		w.inventory(key).verdict = &v
 	}
-	w.mark(key)
+	w.mu.Unlock()
+	var err error
+	if key.isTarget() {
+		err = w.writeTarget(ctx, key)
+	} else {
+		err = w.writeInventory(ctx, key)
+	}
+	return client.IgnoreNotFound(err)
 }
 
 // Forget drops an object that is gone.
@@ -117,7 +154,6 @@ func (w *Writer) Forget(key Key) {
 	defer w.mu.Unlock()
 	delete(w.targets, key)
 	delete(w.invs, key)
-	delete(w.dirty, key)
 	w.forgetMetrics(key)
 }
 
@@ -145,7 +181,7 @@ func (w *Writer) TargetReport(r target.Report) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.target(key).report = &r
-	w.mark(key)
+	w.reported(key)
 }
 
 // InventoryReport implements inventory.Reporter. Cluster inventories
@@ -158,50 +194,9 @@ func (w *Writer) InventoryReport(r inventory.Report) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.inventory(key).report = &r
-	w.mark(key)
+	w.reported(key)
 }
 
 // ClusterNamespace is the inventory namespace of cluster inventories in
 // exports (SEMANTICS §9: inventory/cluster/<name>).
 const ClusterNamespace = "cluster"
-
-// Start flushes until ctx ends. It implements manager.Runnable.
-func (w *Writer) Start(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-w.wake:
-		}
-		w.flush(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(w.interval):
-		}
-	}
-}
-
-// NeedLeaderElection: only the leader collects, so only it writes status.
-func (w *Writer) NeedLeaderElection() bool { return true }
-
-func (w *Writer) flush(ctx context.Context) {
-	w.mu.Lock()
-	dirty := w.dirty
-	w.dirty = map[Key]bool{}
-	w.mu.Unlock()
-	for key := range dirty {
-		var err error
-		if key.isTarget() {
-			err = w.writeTarget(ctx, key)
-		} else {
-			err = w.writeInventory(ctx, key)
-		}
-		if client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).Info("status write failed; will retry", "kind", key.Kind, "object", key.NamespacedName, "error", err.Error())
-			w.mu.Lock()
-			w.mark(key)
-			w.mu.Unlock()
-		}
-	}
-}

@@ -35,7 +35,9 @@ const Finalizer = "kollect.dev/cluster-inventory-cleanup"
 // Degraded reasons.
 const (
 	ReasonNoTargets = "NoTargets"
-	ReasonSuspended = "Suspended"
+	// ReasonInvalidTargetSelector: spec.targetSelector does not parse.
+	ReasonInvalidTargetSelector = "InvalidTargetSelector"
+	ReasonSuspended             = "Suspended"
 )
 
 // Reconciler reconciles KollectClusterInventories.
@@ -64,6 +66,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, all).
 		Watches(&kollectv1alpha1.KollectScope{}, all). // the interval floor of sinkNamespace
+		WatchesRawSource(r.Status.Source(status.ClusterInventory)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
 }
@@ -94,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err := r.Resolver.Cleanup(ctx, bindings(&ci), identity(&ci))
 		var ce *inventory.CleanupError
 		if errors.As(err, &ce) {
-			r.Status.Set(statusKey(req.Name), status.Verdict{Generation: ci.Generation, Reason: ce.Reason(), Message: ce.Msg})
+			return errors.Join(err, r.Status.Write(ctx, statusKey(req.Name), status.Verdict{Generation: ci.Generation, Reason: ce.Reason(), Message: ce.Msg}))
 		}
 		return err
 	}
@@ -105,7 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		r.Engine.RemoveInventory(engineKey(req.Name))
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.Set(statusKey(req.Name), verdict)
+		if err := r.Status.Write(ctx, statusKey(req.Name), verdict); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{RequeueAfter: r.Resync}, nil
 	}
 	if ci.Spec.Suspend {
@@ -115,7 +120,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return degrade(inventory.ReasonInvalidSinkRef, err.Error())
 	}
 	targets, expect, err := r.targets(ctx, &ci)
-	if err != nil {
+	var bad *badSelector
+	if errors.As(err, &bad) {
+		return degrade(ReasonInvalidTargetSelector, bad.Error())
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	verdict.Targets = len(targets)
@@ -145,7 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Expect: expect}); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.Status.Set(statusKey(req.Name), verdict)
+	if err := r.Status.Write(ctx, statusKey(req.Name), verdict); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }
 
@@ -203,6 +213,12 @@ func (r *Reconciler) release(name string) {
 	r.Status.Forget(statusKey(name))
 }
 
+// badSelector is a spec.targetSelector that does not parse: the user's to
+// fix, so the inventory is Degraded rather than retried.
+type badSelector struct{ err error }
+
+func (e *badSelector) Error() string { return "spec.targetSelector: " + e.err.Error() }
+
 // targets selects cluster targets: by name, by label, or all of them; expect
 // is those of them that should run (the engine waits for their lists).
 func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClusterInventory) (selected, expect []messages.TargetRef, err error) {
@@ -218,7 +234,7 @@ func (r *Reconciler) targets(ctx context.Context, ci *kollectv1alpha1.KollectClu
 	if len(byName) == 0 && ci.Spec.TargetSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(ci.Spec.TargetSelector)
 		if err != nil {
-			return nil, nil, fmt.Errorf("spec.targetSelector: %w", err)
+			return nil, nil, &badSelector{err}
 		}
 		sel = s
 	}

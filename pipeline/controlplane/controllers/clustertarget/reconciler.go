@@ -53,6 +53,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
+		WatchesRawSource(r.Status.Source(status.ClusterTarget)).
+		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectClusterTargetList{})).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))
 }
@@ -94,8 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.Name, "")
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.Set(key(req.Name), verdict)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.Status.Write(ctx, key(req.Name), verdict)
 	}
 	if ct.Spec.Suspend {
 		return degrade(target.ReasonSuspended, "spec.suspend is true: collection stopped")
@@ -133,7 +134,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
 			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true})
 		if err != nil {
-			res, _ := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			res, werr := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			if werr != nil {
+				return res, werr
+			}
 			res.RequeueAfter = 15 * time.Second
 			if !errors.Is(err, informers.ErrNotServed) {
 				res.RequeueAfter = 30 * time.Second
@@ -142,7 +146,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.Name, generations)
 	}
-	r.Status.Set(key(req.Name), verdict)
+	if err := r.Status.Write(ctx, key(req.Name), verdict); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }
 
@@ -161,9 +167,12 @@ func (r *Reconciler) appliedGen(name string) string {
 func (r *Reconciler) setApplied(name, gen string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if gen == "" {
+	switch {
+	case gen == "":
 		delete(r.applied, name)
-	} else {
+	case r.applied == nil:
+		r.applied = map[string]string{name: gen}
+	default:
 		r.applied[name] = gen
 	}
 }

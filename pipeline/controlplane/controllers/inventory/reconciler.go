@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"kollect.dev/kollect/actors/engine"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -37,10 +38,12 @@ type Engine interface {
 	RemoveInventory(key string)
 }
 
-// StatusWriter receives verdicts.
+// StatusWriter writes verdicts merged with the engine's reports, and
+// turns those reports into reconcile requests.
 type StatusWriter interface {
-	Set(key status.Key, v status.Verdict)
+	Write(ctx context.Context, key status.Key, v status.Verdict) error
 	Forget(key status.Key)
+	Source(kind status.Kind) source.Source
 }
 
 // Reconciler reconciles KollectInventories.
@@ -75,6 +78,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		// A scope change re-checks the inventories of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
+		// Engine reports (exports acknowledged, counts) arrive as events.
+		WatchesRawSource(r.Status.Source(status.Inventory)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }
@@ -91,8 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	cleanup := func(ctx context.Context) error {
 		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
 		err := r.Resolver.Cleanup(ctx, r.bindings(&inv), identity(&inv))
-		r.cleanupStatus(req.NamespacedName, inv.Generation, err)
-		return err
+		return r.cleanupStatus(ctx, req.NamespacedName, inv.Generation, err)
 	}
 	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }, cleanup); done {
 		return reconcile.Result{}, err
@@ -101,8 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 	}
 	if inv.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
@@ -134,8 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Bindings: bindings, Expect: expect}); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
 }
 
 func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
@@ -144,12 +146,13 @@ func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
 }
 
 // cleanupStatus reports a failed cleanup as Degraded while the finalizer
-// holds the inventory.
-func (r *Reconciler) cleanupStatus(key types.NamespacedName, gen int64, err error) {
+// holds the inventory; it returns err (and a failed status write).
+func (r *Reconciler) cleanupStatus(ctx context.Context, key types.NamespacedName, gen int64, err error) error {
 	var ce *CleanupError
 	if errors.As(err, &ce) {
-		r.Status.Set(status.Key{Kind: status.Inventory, NamespacedName: key}, status.Verdict{Generation: gen, Reason: ce.Reason(), Message: ce.Msg})
+		return errors.Join(err, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: key}, status.Verdict{Generation: gen, Reason: ce.Reason(), Message: ce.Msg}))
 	}
+	return err
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {

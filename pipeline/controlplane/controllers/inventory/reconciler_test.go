@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,11 +36,6 @@ func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
 	return nil
 }
 func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
-
-type fakeStatus struct{ verdicts map[status.Key]status.Verdict }
-
-func (s *fakeStatus) Set(k status.Key, v status.Verdict) { s.verdicts[k] = v }
-func (s *fakeStatus) Forget(k status.Key)                { delete(s.verdicts, k) }
 
 func TestReconcilerFailurePaths(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -76,17 +74,25 @@ func TestReconcilerFailurePaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build()
-			eng, st := &fakeEngine{}, &fakeStatus{verdicts: map[status.Key]status.Verdict{}}
-			r := &inventory.Reconciler{Client: c, Engine: eng, Status: st,
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectInventory{}).Build()
+			eng := &fakeEngine{}
+			r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
 				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: noDNS})}}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "inv"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
 			}
-			v := st.verdicts[status.Key{Kind: status.Inventory, NamespacedName: key}]
-			if v.Reason != tc.reason || !strings.Contains(v.Message, tc.words) {
-				t.Errorf("verdict %s: %q; want %s: …%s…", v.Reason, v.Message, tc.reason, tc.words)
+			// The status the reconciler wrote, through the real writer.
+			var got kollectv1alpha1.KollectInventory
+			if err := c.Get(context.Background(), key, &got); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, status.TypeDegraded)
+			switch {
+			case tc.reason == "" && cond != nil:
+				t.Errorf("Degraded %s: %q; want none", cond.Reason, cond.Message)
+			case tc.reason != "" && (cond == nil || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.words)):
+				t.Errorf("Degraded %+v; want %s: …%s…", cond, tc.reason, tc.words)
 			}
 			if len(eng.calls) != 1 || eng.calls[0] != tc.engine {
 				t.Errorf("engine calls %v, want [%s]", eng.calls, tc.engine)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
@@ -50,16 +51,19 @@ type Engine interface {
 	FreezeTarget(ref messages.TargetRef)
 }
 
-// StatusWriter receives verdicts.
+// StatusWriter writes verdicts merged with the engine's reports, and
+// turns those reports into reconcile requests.
 type StatusWriter interface {
-	Set(key status.Key, v status.Verdict)
+	Write(ctx context.Context, key status.Key, v status.Verdict) error
 	Forget(key status.Key)
+	Source(kind status.Kind) source.Source
 }
 
 // Namespaces lists namespaces for status.
 type Namespaces interface {
 	NamespaceNames() []string
 	Namespace(name string) *unstructured.Unstructured
+	controllers.NamespaceWatcher
 }
 
 // Reconciler reconciles KollectTargets.
@@ -69,7 +73,8 @@ type Reconciler struct {
 	Status     StatusWriter
 	Namespaces Namespaces
 	Defaults   compile.Defaults
-	// Resync requeues Ready targets so namespace lists stay fresh.
+	// Resync requeues Ready targets (--target-count-resync); namespace
+	// changes and counts arrive as events, so this is a safety net only.
 	Resync  time.Duration
 	Tuning  controllers.Tuning
 	Metrics *controllers.Metrics
@@ -114,6 +119,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectTargetList{})).
+		// Engine reports (counts, extraction failures) and namespace
+		// changes (the matched and effective lists) arrive as events.
+		WatchesRawSource(r.Status.Source(status.Target)).
+		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectTargetList{})).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
@@ -150,8 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.NamespacedName, "")
 		verdict.Reason, verdict.Message = reason, msg
-		r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
 	}
 	if t.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: collection stopped")
@@ -191,7 +199,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
 			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace})
 		if err != nil {
-			res, _ := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			res, werr := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			if werr != nil {
+				return res, werr
+			}
 			if errors.Is(err, informers.ErrNotServed) {
 				// Recover on our own once the CRD is installed.
 				res.RequeueAfter = retryUnservedKindsPeriod
@@ -202,7 +213,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.NamespacedName, generations)
 	}
-	r.Status.Set(status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
+	if err := r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,7 +19,9 @@ import (
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
+	tgtpkg "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 )
@@ -31,16 +36,11 @@ func (e *fakeEngine) UpsertTarget(_ context.Context, s engine.TargetSpec) error 
 func (e *fakeEngine) RemoveTarget(r messages.TargetRef) { e.calls = append(e.calls, "remove "+r.Name) }
 func (e *fakeEngine) FreezeTarget(r messages.TargetRef) { e.calls = append(e.calls, "freeze "+r.Name) }
 
-// fakeStatus keeps the last verdict per object.
-type fakeStatus struct{ verdicts map[status.Key]status.Verdict }
-
-func (s *fakeStatus) Set(k status.Key, v status.Verdict) { s.verdicts[k] = v }
-func (s *fakeStatus) Forget(k status.Key)                { delete(s.verdicts, k) }
-
 // namespaces is a fixed namespace cache.
 type namespaces []string
 
-func (n namespaces) NamespaceNames() []string { return n }
+func (n namespaces) NamespaceNames() []string                              { return n }
+func (n namespaces) WatchNamespaces(string, informers.NamespaceSubscriber) {}
 func (n namespaces) Namespace(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetName(name)
@@ -87,23 +87,44 @@ func TestReconcilerFailurePaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).Build()
-			eng, st := &fakeEngine{}, &fakeStatus{verdicts: map[status.Key]status.Verdict{}}
-			r := &target.Reconciler{Client: c, Engine: eng, Status: st, Namespaces: namespaces{"team-a", "team-b"}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectTarget{}).Build()
+			eng, w := &fakeEngine{}, status.NewWriter(c, time.Second)
+			r := &target.Reconciler{Client: c, Engine: eng, Status: w, Namespaces: namespaces{"team-a", "team-b"}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "t"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
-			}
-			v := st.verdicts[status.Key{Kind: status.Target, NamespacedName: key}]
-			if v.Reason != tc.reason || !strings.Contains(v.Message, tc.words) {
-				t.Errorf("verdict %s: %q; want %s: …%s…", v.Reason, v.Message, tc.reason, tc.words)
 			}
 			if len(eng.calls) != 1 || eng.calls[0] != tc.engine {
 				t.Errorf("engine calls %v, want [%s]", eng.calls, tc.engine)
 			}
 			var got kollectv1alpha1.KollectTarget
 			if err := c.Get(context.Background(), key, &got); err != nil || len(got.Finalizers) != 1 {
-				t.Errorf("finalizer not set: %v %v", got.Finalizers, err)
+				t.Fatalf("finalizer not set: %v %v", got.Finalizers, err)
+			}
+			// The status the reconciler wrote, through the real writer.
+			cond := meta.FindStatusCondition(got.Status.Conditions, status.TypeDegraded)
+			if tc.reason == "" {
+				if cond != nil {
+					t.Errorf("Degraded %s: %q; want none", cond.Reason, cond.Message)
+				}
+				// Ready waits for the engine's first report, then says
+				// what it counted.
+				if meta.FindStatusCondition(got.Status.Conditions, status.TypeReady) != nil {
+					t.Errorf("Ready before any report: %+v", got.Status.Conditions)
+				}
+				w.TargetReport(tgtpkg.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "team-a", Name: "t"}, Count: 3})
+				if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.Get(context.Background(), key, &got)
+				ready := meta.FindStatusCondition(got.Status.Conditions, status.TypeReady)
+				if ready == nil || !strings.Contains(ready.Message, "collecting 3 resource(s)") || got.Status.CollectedCount == nil || *got.Status.CollectedCount != 3 {
+					t.Errorf("after a report of 3 rows: Ready %+v, count %v", ready, got.Status.CollectedCount)
+				}
+				return
+			}
+			if cond == nil || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.words) {
+				t.Errorf("Degraded %+v; want %s: …%s…", cond, tc.reason, tc.words)
 			}
 		})
 	}
