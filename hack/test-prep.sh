@@ -19,7 +19,7 @@ step "etcd and kube-apiserver, the control plane the tests run" "$est" bash "$he
 step "PostgreSQL and Prometheus, the test servers Go cannot build" "first time: about 1 min from Debian's packages; then seconds" \
 	bash "$here/test-deps.sh"
 
-step "helm, for the chart's tests and make generate" "first time: about 2 min; then seconds" bash "$here/helm.sh" "$helm"
+step "helm, for the chart's tests and make generate" "first time: about 3 min on 2 cores; then seconds" bash "$here/helm.sh" "$helm"
 
 step "the Go modules of the operator, the load-test harness and the code generators" \
 	"first time: about 10 s; then none" \

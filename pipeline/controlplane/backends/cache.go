@@ -21,7 +21,7 @@ import (
 // reconcile does not restart a sink actor, drop a Git mirror or reconnect
 // a database.
 type Cache struct {
-	Registry Registry
+	Registry *Registry
 	StateDir string
 
 	mu    sync.Mutex
@@ -80,10 +80,9 @@ func (c *Cache) Forget(owner string) {
 // yields a backend whose exports fail with the reason, so the binding's
 // status says what to fix.
 func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sink client.Object) sinks.Backend {
-	family, typ := Kind(sink)
-	factory := c.Registry[family+"/"+typ]
-	if factory == nil {
-		return c.failing(owner, errNotImplemented(sinkKind(typ)).Error())
+	t, err := c.Registry.Type(sink)
+	if err != nil {
+		return c.failing(owner, err.Error())
 	}
 	creds, err := ReadCredentials(ctx, cl, sink)
 	if err != nil {
@@ -98,7 +97,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := factory(ctx, sink, creds, dir)
+	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir})
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}

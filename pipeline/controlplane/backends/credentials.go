@@ -11,10 +11,6 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/scope"
-	"kollect.dev/kollect/sinks/git"
-	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/postgres"
 )
 
 // Credentials are what a sink's Secrets hold, resolved for its backend.
@@ -75,29 +71,35 @@ func SecretRefs(sink client.Object) []*kollectv1alpha1.SecretReference {
 }
 
 func credentialRefs(sink client.Object) (*kollectv1alpha1.SecretReference, *kollectv1alpha1.TLSSpec) {
+	var common *kollectv1alpha1.SinkCommonFields
 	switch s := sink.(type) {
 	case *kollectv1alpha1.KollectSnapshotSink:
-		return git.CredentialsRef(&s.Spec), s.Spec.TLS
+		common = &s.Spec.SinkCommonFields
 	case *kollectv1alpha1.KollectDatabaseSink:
+		common = &s.Spec.SinkCommonFields
+		// Types this build does not implement yet still name their
+		// Secrets, for the webhooks' warnings.
 		switch {
-		case s.Spec.Postgres != nil:
-			return postgres.CredentialsRef(&s.Spec), s.Spec.TLS
-		case s.Spec.MongoDB != nil:
+		case s.Spec.MongoDB != nil && s.Spec.Type == "mongodb":
 			return &s.Spec.MongoDB.DatabaseRef, s.Spec.TLS
-		case s.Spec.BigQuery != nil && s.Spec.BigQuery.SecretRef != nil:
+		case s.Spec.BigQuery != nil && s.Spec.BigQuery.SecretRef != nil && s.Spec.Type == "bigquery":
 			return s.Spec.BigQuery.SecretRef, s.Spec.TLS
 		}
-		return s.Spec.SecretRef, s.Spec.TLS
 	case *kollectv1alpha1.KollectEventSink:
-		switch s.Spec.Type {
-		case "nats":
-			return nats.CredentialsRef(&s.Spec), s.Spec.TLS
-		case "kafka":
-			return kafka.CredentialsRef(&s.Spec), s.Spec.TLS
-		}
-		return s.Spec.SecretRef, s.Spec.TLS
+		common = &s.Spec.SinkCommonFields
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	family, typ := Kind(sink)
+	for _, t := range Types() {
+		if t.Family == family && t.Name == typ {
+			if t.Secret == nil {
+				return nil, common.TLS
+			}
+			return t.Secret(sink), common.TLS
+		}
+	}
+	return common.SecretRef, common.TLS
 }
 
 // readSecret returns the data and resourceVersion of the Secret ref names;

@@ -89,11 +89,11 @@ func TestFileRemotesOnlyForDevelopment(t *testing.T) {
 	sink := &kollectv1alpha1.KollectSnapshotSink{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: "team"}}
 	sink.Spec.Type, sink.Spec.Endpoint = "git", "file:///etc/kollect/platform.git"
 	ctx := context.Background()
-	_, err := gitFactory(endpoint.Policy{AllowPrivate: true})(ctx, sink, Credentials{}, t.TempDir())
+	_, err := Default(endpoint.Policy{AllowPrivate: true}).Build(ctx, sink, Credentials{}, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "--dev-allow-loopback-sinks") || !errors.Is(err, sinks.ErrPermanent) {
 		t.Fatalf("want a permanent refusal naming the development flag, got %v", err)
 	}
-	if _, err := gitFactory(endpoint.Policy{AllowLoopback: true})(ctx, sink, Credentials{}, t.TempDir()); err != nil {
+	if _, err := Default(endpoint.Policy{AllowLoopback: true}).Build(ctx, sink, Credentials{}, t.TempDir()); err != nil {
 		t.Fatalf("with the development flag a file:// remote is accepted: %v", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestGitRebindingBetweenCheckAndDialIsRefused(t *testing.T) {
 	var sink kollectv1alpha1.KollectSnapshotSink
 	sink.Name, sink.Namespace = "rebinding", "team-a"
 	sink.Spec.Type, sink.Spec.Endpoint = "git", "http://rebind.example:"+strings.Split(srv.URL, ":")[2]+"/inventory.git"
-	b, err := Default(policy)["snapshot/git"](context.Background(), &sink, Credentials{}, t.TempDir())
+	b, err := Default(policy).Build(context.Background(), &sink, Credentials{}, t.TempDir())
 	if err != nil {
 		t.Fatalf("the check's answer was public, so the backend is built: %v", err)
 	}

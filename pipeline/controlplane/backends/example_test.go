@@ -2,30 +2,30 @@ package backends_test
 
 import (
 	"fmt"
-	"sort"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/model/endpoint"
 )
 
-// The registry maps a sink object's family and type to the factory that
-// builds its backend. A KollectSnapshotSink with spec.git and no type is a
-// Git sink, as upstream reads it.
+// The registry holds one Type per backend: its family and name, the
+// Secret it reads, how it is built and what its probe checks. A
+// KollectSnapshotSink with spec.git and no type is a Git sink, as
+// upstream reads it.
 func ExampleRegistry() {
 	registry := backends.Default(endpoint.Policy{})
-	var keys []string
-	for k := range registry {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Println(keys)
+	fmt.Println(registry.Names())
 
 	sink := &kollectv1alpha1.KollectSnapshotSink{Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Git: &kollectv1alpha1.GitSpec{}}}
-	family, typ := backends.Kind(sink)
-	_, ok := registry[family+"/"+typ]
-	fmt.Println(family, typ, ok)
+	t, err := registry.Type(sink)
+	fmt.Println(t.Family, t.Name, err)
+	fmt.Println(t.Verified)
+
+	_, err = registry.Type(&kollectv1alpha1.KollectDatabaseSink{Spec: kollectv1alpha1.KollectDatabaseSinkSpec{Type: "cassandra"}})
+	fmt.Println(err)
 	// Output:
 	// [database/postgres event/kafka event/nats snapshot/git]
-	// snapshot git true
+	// snapshot git <nil>
+	// TLS and git remote reachability verified
+	// cassandra sinks are not implemented in this version of Kollect
 }

@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,43 +20,30 @@ type prober interface {
 }
 
 // Probe builds a throwaway backend for sink and tests its connection. On
-// success it returns a message for the ConnectionVerified condition; on
-// failure a reason and an error that says what to fix.
-func (r Registry) Probe(ctx context.Context, c client.Reader, sink client.Object) (msg, reason string, err error) {
-	family, typ := Kind(sink)
-	factory := r[family+"/"+typ]
-	if factory == nil {
-		return "", ReasonTestFailed, errNotImplemented(sinkKind(typ))
+// success it returns the type's Verified message for the ConnectionVerified
+// condition; on failure a reason and an error that says what to fix.
+func (r *Registry) Probe(ctx context.Context, c client.Reader, sink client.Object) (msg, reason string, err error) {
+	t, err := r.Type(sink)
+	if err != nil {
+		return "", ReasonTestFailed, err
 	}
 	creds, err := ReadCredentials(ctx, c, sink)
 	if err != nil {
 		return "", ReasonSecretFailed, err
 	}
-	b, err := factory(ctx, sink, creds, "")
+	b, err := t.Build(ctx, sink, creds, Env{Policy: r.Policy})
 	if err != nil {
 		return "", ReasonTestFailed, err
 	}
 	defer closeBackend(b)
 	p, ok := b.(prober)
 	if !ok {
-		return "", ReasonTestFailed, errNotImplemented(typ + " probes")
+		return "", ReasonTestFailed, errNotImplemented(t.Name + " probes")
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if err := p.Probe(pctx); err != nil {
 		return "", ReasonTestFailed, err
 	}
-	return probeMessages[typ], "", nil
-}
-
-var probeMessages = map[string]string{
-	"postgres": "PostgreSQL ping succeeded",
-	"nats":     "NATS JetStream account info request succeeded",
-	"kafka":    "Kafka broker metadata request succeeded",
-}
-
-// errNotImplemented says that this version has no backend (or no probe)
-// for what.
-func errNotImplemented(what string) error {
-	return fmt.Errorf("%s are not implemented in this version of Kollect", what)
+	return t.Verified, "", nil
 }

@@ -24,7 +24,6 @@ import (
 	"kollect.dev/kollect/pipeline/controlplane/controllers/connectiontest"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/familysink"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
-	"kollect.dev/kollect/pipeline/controlplane/controllers/snapshotsink"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/endpoint"
@@ -115,17 +114,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("set up cluster inventory controller: %w", err)
 		}
 	}
-	if err := familysink.SetupDatabaseSinks(mgr, registry, cm, writer.Events); err != nil {
-		return fmt.Errorf("set up database sink controller: %w", err)
+	if err := familysink.Setup(mgr, registry, cm, writer.Events); err != nil {
+		return fmt.Errorf("set up sink controllers: %w", err)
 	}
-	if err := familysink.SetupEventSinks(mgr, registry, cm, writer.Events); err != nil {
-		return fmt.Errorf("set up event sink controller: %w", err)
-	}
-	sr := &snapshotsink.Reconciler{Client: mgr.GetClient(), Policy: policy, Metrics: cm, RetryAfter: time.Minute, Events: writer.Events}
-	if err := sr.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up snapshot sink controller: %w", err)
-	}
-	ctt := &connectiontest.Reconciler{Client: mgr.GetClient(), Snapshot: sr, Others: registry, Metrics: cm}
+	ctt := &connectiontest.Reconciler{Client: mgr.GetClient(), Prober: registry, Metrics: cm}
 	if err := ctt.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up connection test controller: %w", err)
 	}

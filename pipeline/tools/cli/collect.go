@@ -53,8 +53,9 @@ func NewCollectCommand() *cobra.Command {
 lists the selected objects with your kubeconfig and prints what the operator would export.
 No operator and no CRDs are needed in the cluster.
 
-With --sink the rows go to a Git repository (one document per target, one commit per
-change) instead of stdout. With --watch it keeps running and reports every change.
+With --sink the rows go to the sink in that file instead of stdout: any sink type the
+operator supports (Git, PostgreSQL, NATS, Kafka, ...), built by the same registry, with
+one export per target. With --watch it keeps running and reports every change.
 
 Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected or bad input.`,
 		Args: cobra.NoArgs,
@@ -69,7 +70,7 @@ Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Collect from every namespace the targets select (the default).")
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "Profile and target manifests: files or folders (repeatable).")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, ndjson, json or yaml.")
-	f.StringVar(&o.sink, "sink", "", "Write to the KollectSnapshotSink in this file (Git) instead of stdout; its secretRef resolves against Secret manifests in the -f files or this file, and a value ${env:VAR} is read from the environment.")
+	f.StringVar(&o.sink, "sink", "", "Write to the sink in this file (a KollectSnapshotSink, KollectDatabaseSink or KollectEventSink) instead of stdout; its secretRef resolves against Secret manifests in the -f files or this file, and a value ${env:VAR} is read from the environment.")
 	f.BoolVarP(&o.watch, "watch", "w", false, "After the first collection, keep watching and print (or export) every change until interrupted.")
 	return cmd
 }
@@ -138,7 +139,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 		}
 		defer out.close()
 	} else if len(cfg.Sinks) > 0 {
-		fmt.Fprintf(stderr, "warning: KollectSnapshotSink %q in -f is not used; pass --sink FILE to write to it\n", cfg.Sinks[0].Name)
+		fmt.Fprintf(stderr, "warning: %s %q in -f is not used; pass --sink FILE to write to it\n", kindOf(cfg.Sinks[0]), cfg.Sinks[0].GetName())
 	}
 	c := &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: stderr, namespace: o.namespace,
 		progress: newProgress(stderr)}

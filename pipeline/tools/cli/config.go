@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/tools/manifests"
@@ -15,7 +16,9 @@ import (
 type Config struct {
 	Profiles []kollectv1alpha1.KollectProfile
 	Targets  []kollectv1alpha1.KollectTarget
-	Sinks    []kollectv1alpha1.KollectSnapshotSink
+	// Sinks are sink objects of any family (KollectSnapshotSink,
+	// KollectDatabaseSink, KollectEventSink).
+	Sinks []client.Object
 	// Secrets are Secret manifests (data and stringData merged), by
 	// namespace/name, for a sink's secretRef.
 	Secrets map[string]map[string][]byte
@@ -72,9 +75,15 @@ func (c *Config) read(file string) error {
 				return fmt.Errorf("%s: %w", where, err)
 			}
 			c.Targets = append(c.Targets, t)
-		case "KollectSnapshotSink":
-			var sk kollectv1alpha1.KollectSnapshotSink
-			if err := json.Unmarshal(raw, &sk); err != nil {
+		case "KollectSnapshotSink", "KollectDatabaseSink", "KollectEventSink":
+			var sk client.Object = &kollectv1alpha1.KollectSnapshotSink{}
+			switch u.GetKind() {
+			case "KollectDatabaseSink":
+				sk = &kollectv1alpha1.KollectDatabaseSink{}
+			case "KollectEventSink":
+				sk = &kollectv1alpha1.KollectEventSink{}
+			}
+			if err := json.Unmarshal(raw, sk); err != nil {
 				return fmt.Errorf("%s: %w", where, err)
 			}
 			c.Sinks = append(c.Sinks, sk)

@@ -7,72 +7,98 @@ import (
 	"regexp"
 	"sort"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/model/endpoint"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/git"
 )
 
-// sinkOutput is where --sink sends each target's snapshot.
+// sinkOutput is where --sink sends each target's snapshot: the backend the
+// operator's registry builds for the sink, fed the delta from what it was
+// last sent for that target (the first export is a full reconcile).
 type sinkOutput struct {
 	name    string
 	cluster string
-	backend sinks.Snapshot
-	mirror  string
+	backend sinks.Backend
+	state   string
+	last    map[string]*rows.Snapshot
 }
 
 // envRef is a Secret value that names an environment variable.
 var envRef = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
-// openSink reads the one KollectSnapshotSink in file and builds its
-// backend. Credentials come from Secret manifests in file or in the -f
-// files; values ${env:VAR} are read from the environment.
+// kindOf names a sink object's kind.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return "KollectDatabaseSink"
+	case *kollectv1alpha1.KollectEventSink:
+		return "KollectEventSink"
+	}
+	return "KollectSnapshotSink"
+}
+
+// openSink reads the one sink in file and builds its backend through the
+// backends registry, as the operator would. Credentials come from Secret
+// manifests in file or in the -f files; values ${env:VAR} are read from
+// the environment. The CLI runs on the user's machine and dials what the
+// user names, loopback and private addresses included.
 func openSink(file string, cfg *Config) (*sinkOutput, error) {
 	sc, err := Load([]string{file})
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
 	}
 	if len(sc.Sinks) != 1 {
-		return nil, fmt.Errorf("--sink %s: want exactly one KollectSnapshotSink, found %d", file, len(sc.Sinks))
+		return nil, fmt.Errorf("--sink %s: want exactly one sink (KollectSnapshotSink, KollectDatabaseSink or KollectEventSink), found %d", file, len(sc.Sinks))
 	}
 	s := sc.Sinks[0]
-	typ := s.Spec.Type
-	if typ == "" && s.Spec.Git != nil {
-		typ = "git"
+	registry := backends.Default(endpoint.Policy{AllowPrivate: true, AllowLoopback: true})
+	t, err := registry.Type(s)
+	if err != nil {
+		return nil, fmt.Errorf("--sink %s: %w", file, err)
 	}
-	if typ != "git" {
-		return nil, fmt.Errorf("--sink %s: %s sinks are not supported by the CLI; use a git sink or stdout", file, typ)
+	var creds backends.Credentials
+	if t.Secret != nil {
+		if creds.Data, err = sinkSecret(s, t.Secret(s), cfg, sc); err != nil {
+			return nil, err
+		}
 	}
-	secret, err := sinkSecret(&s, cfg, sc)
+	state, err := os.MkdirTemp("", "kollect-collect-")
 	if err != nil {
 		return nil, err
 	}
-	mirror, err := os.MkdirTemp("", "kollect-collect-")
+	b, err := registry.Build(context.Background(), s, creds, state)
 	if err != nil {
-		return nil, err
-	}
-	gc, err := git.FromSink(&s, secret, mirror)
-	if err != nil {
-		os.RemoveAll(mirror)
+		os.RemoveAll(state)
 		return nil, fmt.Errorf("--sink %s: %w", file, err)
 	}
-	backend, err := git.New(gc)
-	if err != nil {
-		os.RemoveAll(mirror)
-		return nil, fmt.Errorf("--sink %s: %w", file, err)
-	}
-	return &sinkOutput{name: fmt.Sprintf("KollectSnapshotSink %s/%s (%s)", s.Namespace, s.Name, gc.URL), cluster: s.Spec.Cluster,
-		backend: backend, mirror: mirror}, nil
+	common := commonOf(s)
+	return &sinkOutput{name: fmt.Sprintf("%s %s/%s (%s, %s)", kindOf(s), s.GetNamespace(), s.GetName(), t.Name, common.Endpoint),
+		cluster: common.Cluster, backend: b, state: state, last: map[string]*rows.Snapshot{}}, nil
 }
 
-func sinkSecret(s *kollectv1alpha1.KollectSnapshotSink, sets ...*Config) (map[string][]byte, error) {
-	ref := git.CredentialsRef(&s.Spec)
+func commonOf(o client.Object) *kollectv1alpha1.SinkCommonFields {
+	switch s := o.(type) {
+	case *kollectv1alpha1.KollectDatabaseSink:
+		return &s.Spec.SinkCommonFields
+	case *kollectv1alpha1.KollectEventSink:
+		return &s.Spec.SinkCommonFields
+	case *kollectv1alpha1.KollectSnapshotSink:
+		return &s.Spec.SinkCommonFields
+	}
+	return &kollectv1alpha1.SinkCommonFields{}
+}
+
+func sinkSecret(s client.Object, ref *kollectv1alpha1.SecretReference, sets ...*Config) (map[string][]byte, error) {
 	if ref == nil {
 		return nil, nil
 	}
 	ns := ref.Namespace
 	if ns == "" {
-		ns = s.Namespace
+		ns = s.GetNamespace()
 	}
 	var data map[string][]byte
 	for _, c := range sets {
@@ -103,9 +129,20 @@ func sinkSecret(s *kollectv1alpha1.KollectSnapshotSink, sets ...*Config) (map[st
 	return out, nil
 }
 
+// export sends a target's snapshot: the delta from the last one this run
+// sent for it.
 func (o *sinkOutput) export(ctx context.Context, snap *rows.Snapshot) error {
-	_, err := o.backend.Export(ctx, snap)
-	return err
+	key := snap.Inventory.Namespace + "/" + snap.Inventory.Name
+	if _, err := o.backend.Export(ctx, rows.Diff(o.last[key], snap)); err != nil {
+		return err
+	}
+	o.last[key] = snap
+	return nil
 }
 
-func (o *sinkOutput) close() { os.RemoveAll(o.mirror) }
+func (o *sinkOutput) close() {
+	if c, ok := o.backend.(interface{ Close() }); ok {
+		c.Close()
+	}
+	os.RemoveAll(o.state)
+}

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/tools/cli"
+	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a poller.
@@ -154,5 +156,51 @@ stringData: {token: '${env:KOLLECT_TEST_GIT_TOKEN}'}
 	}
 	if n, _ := exec.Command("git", "--git-dir", bare, "rev-list", "--count", "main").Output(); strings.TrimSpace(string(n)) != "1" {
 		t.Errorf("an unchanged collection made a commit: %s commits", n)
+	}
+}
+
+// TestCollectToAPostgresSink: --sink goes through the operator's backend
+// registry, so a database sink works as a Git sink does: the rows land in
+// the table under the sink's cluster.
+func TestCollectToAPostgresSink(t *testing.T) {
+	kubeconfig, dir := setup(t)
+	pg := pgtest.Start(t)
+	sinkFile := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(sinkFile, []byte(`apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: warehouse, namespace: ops}
+spec:
+  type: postgres
+  cluster: lab
+  postgres: {databaseRef: {name: dsn}, table: cli_items}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: dsn, namespace: ops}
+stringData: {dsn: '`+pg.DSN("postgres")+`'}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile)
+	if err != nil || !strings.Contains(out, "exported 1 target(s) to KollectDatabaseSink ops/warehouse (postgres") {
+		t.Fatalf("collect --sink: %v\n%s\n%s", err, out, stderr)
+	}
+	conn, err := pgx.Connect(context.Background(), pg.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var names []string
+	rs, err := conn.Query(context.Background(), `SELECT payload->>'name' FROM cli_items WHERE cluster = 'lab' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var n string
+		_ = rs.Scan(&n)
+		names = append(names, n)
+	}
+	if rs.Err() != nil || strings.Join(names, ",") != "cart,web" {
+		t.Fatalf("rows in cli_items: %v %v; want the shop target's cart and web", names, rs.Err())
 	}
 }

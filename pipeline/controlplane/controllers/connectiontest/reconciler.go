@@ -38,8 +38,8 @@ type Prober interface {
 // Reconciler reconciles KollectConnectionTests.
 type Reconciler struct {
 	Client client.Client
-	// Snapshot probes snapshot sinks; Others database and event sinks.
-	Snapshot, Others Prober
+	// Prober probes sinks of every family (the backends registry).
+	Prober Prober
 	Metrics          *controllers.Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -137,11 +137,7 @@ func (r *Reconciler) probe(ctx context.Context, t *kollectv1alpha1.KollectConnec
 	if t.Spec.OwnerSink == nil || *t.Spec.OwnerSink {
 		r.own(ctx, t, sink)
 	}
-	p := r.Others
-	if _, ok := sink.(*kollectv1alpha1.KollectSnapshotSink); ok {
-		p = r.Snapshot
-	}
-	return p.Probe(ctx, r.Client, sink)
+	return r.Prober.Probe(ctx, r.Client, sink)
 }
 
 // own makes the sink the test's controller, so deleting the sink deletes

@@ -2,6 +2,7 @@ package familysink
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -13,13 +14,20 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/controllers"
-	"kollect.dev/kollect/pipeline/controlplane/controllers/snapshotsink"
 )
 
-// sinkObject is a family sink: its common fields and status.
+// sinkObject is a sink of any family: its common fields and status.
 type sinkObject interface {
 	client.Object
 	common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus)
+}
+
+type snapshotSink struct {
+	kollectv1alpha1.KollectSnapshotSink
+}
+
+func (s *snapshotSink) common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha1.FamilySinkStatus) {
+	return &s.Spec.SinkCommonFields, &s.Status
 }
 
 type databaseSink struct {
@@ -38,12 +46,12 @@ func (e *eventSink) common() (*kollectv1alpha1.SinkCommonFields, *kollectv1alpha
 	return &e.Spec.SinkCommonFields, &e.Status
 }
 
-// Prober tests a sink's connection.
+// Prober tests a sink's connection: the backends registry.
 type Prober interface {
 	Probe(ctx context.Context, c client.Reader, sink client.Object) (msg, reason string, err error)
 }
 
-// Reconciler reconciles one family sink kind.
+// Reconciler reconciles one sink kind; Setup registers one per family.
 type Reconciler struct {
 	Client  client.Client
 	Prober  Prober
@@ -52,47 +60,67 @@ type Reconciler struct {
 	RetryAfter time.Duration
 	// Events records probe failures and recoveries.
 	Events events.EventRecorder
-	name   string
-	newObj func() (client.Object, func() sinkObject)
+	// New returns an empty object of the kind and its view as a sinkObject.
+	New func() (client.Object, sinkObject)
 }
 
-// SetupDatabaseSinks registers the KollectDatabaseSink reconciler.
-func SetupDatabaseSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
-	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, name: "kollectdatabasesink", newObj: func() (client.Object, func() sinkObject) {
-		o := &databaseSink{}
-		return &o.KollectDatabaseSink, func() sinkObject { return o }
-	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectDatabaseSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectDatabaseSinkList{})).Complete(m.Instrument(r.name, r))
+// family is one sink kind as Setup registers it.
+type family struct {
+	name string
+	obj  client.Object
+	list client.ObjectList
+	new  func() (client.Object, sinkObject)
 }
 
-// SetupEventSinks registers the KollectEventSink reconciler.
-func SetupEventSinks(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
-	r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, name: "kollecteventsink", newObj: func() (client.Object, func() sinkObject) {
-		o := &eventSink{}
-		return &o.KollectEventSink, func() sinkObject { return o }
-	}}
-	return ctrl.NewControllerManagedBy(mgr).Named(r.name).For(&kollectv1alpha1.KollectEventSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectEventSinkList{})).Complete(m.Instrument(r.name, r))
+func families() []family {
+	return []family{
+		{"kollectsnapshotsink", &kollectv1alpha1.KollectSnapshotSink{}, &kollectv1alpha1.KollectSnapshotSinkList{}, func() (client.Object, sinkObject) {
+			o := &snapshotSink{}
+			return &o.KollectSnapshotSink, o
+		}},
+		{"kollectdatabasesink", &kollectv1alpha1.KollectDatabaseSink{}, &kollectv1alpha1.KollectDatabaseSinkList{}, func() (client.Object, sinkObject) {
+			o := &databaseSink{}
+			return &o.KollectDatabaseSink, o
+		}},
+		{"kollecteventsink", &kollectv1alpha1.KollectEventSink{}, &kollectv1alpha1.KollectEventSinkList{}, func() (client.Object, sinkObject) {
+			o := &eventSink{}
+			return &o.KollectEventSink, o
+		}},
+	}
+}
+
+// Setup registers the reconciler of each sink kind. A scope change
+// re-checks the sinks of its namespace (the Secrets they may read).
+func Setup(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
+	for _, f := range families() {
+		r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, New: f.new}
+		err := ctrl.NewControllerManagedBy(mgr).Named(f.name).
+			For(f.obj, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
+			Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, f.list)).
+			Complete(m.Instrument(f.name, r))
+		if err != nil {
+			return fmt.Errorf("set up %s controller: %w", f.name, err)
+		}
+	}
+	return nil
 }
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	raw, wrap := r.newObj()
+	raw, obj := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, raw); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	obj := wrap()
 	common, st := obj.common()
-	if err := snapshotsink.ApplyPreview(ctx, r.Client, raw, st, time.Now()); err != nil {
+	if err := ApplyPreview(ctx, r.Client, raw, st, time.Now()); err != nil {
 		return reconcile.Result{}, err
 	}
-	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[snapshotsink.TestConnectionAnnotation]), "true")
-	if common.ConnectionTest != nil && !*common.ConnectionTest && !forced {
+	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[TestConnectionAnnotation]), "true")
+	enabled := common.ConnectionTest == nil || *common.ConnectionTest
+	if !enabled && !forced {
 		return reconcile.Result{}, nil
 	}
 	okMsg, reason, probeErr := r.Prober.Probe(ctx, r.Client, raw)
-	oneOff := forced && common.ConnectionTest != nil && !*common.ConnectionTest
-	return snapshotsink.RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, oneOff,
-		snapshotsink.Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
+	return RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, forced && !enabled,
+		Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
 }

@@ -1,25 +1,17 @@
-package snapshotsink
+package familysink
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controlplane/backends"
-	"kollect.dev/kollect/pipeline/controlplane/controllers"
-	"kollect.dev/kollect/pipeline/model/endpoint"
-	"kollect.dev/kollect/sinks/git"
 )
 
 // Annotation that forces a probe even when spec.connectionTest is false.
@@ -31,49 +23,7 @@ const (
 	TypeDegraded           = "Degraded"
 	TypeTLSInsecure        = "TLSInsecure"
 	ReasonConnectionOK     = "ConnectionOK"
-	ReasonSecretFailed     = "SecretResolveFailed"
-	ReasonTestFailed       = "ConnectionTestFailed"
-	probeTimeout           = 15 * time.Second
 )
-
-// Reconciler reconciles KollectSnapshotSinks.
-type Reconciler struct {
-	Client  client.Client
-	Policy  endpoint.Policy
-	Metrics *controllers.Metrics
-	// RetryAfter is the delay before a failed probe is tried again.
-	RetryAfter time.Duration
-	// Events records probe failures and recoveries.
-	Events events.EventRecorder
-}
-
-// SetupWithManager registers the reconciler.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("kollectsnapshotsink").
-		For(&kollectv1alpha1.KollectSnapshotSink{}, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectSnapshotSinkList{})).
-		Complete(r.Metrics.Instrument("kollectsnapshotsink", r))
-}
-
-// Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var s kollectv1alpha1.KollectSnapshotSink
-	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if err := ApplyPreview(ctx, r.Client, &s, &s.Status, time.Now()); err != nil {
-		return reconcile.Result{}, err
-	}
-	forced := strings.EqualFold(strings.TrimSpace(s.Annotations[TestConnectionAnnotation]), "true")
-	enabled := s.Spec.ConnectionTest == nil || *s.Spec.ConnectionTest
-	if !enabled && !forced {
-		return reconcile.Result{}, nil
-	}
-	reason, probeErr := r.probe(ctx, &s)
-	return RecordProbe(ctx, r.Client, &s, &s.Status.Conditions, &s.Status.ObservedGeneration, s.Spec.TLS,
-		forced && !enabled, Probe{OK: git.ProbeMessage, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
-}
 
 // Probe is the outcome of a connection probe: OK is the ConnectionVerified
 // message on success; Reason and Err say why it failed.
@@ -142,44 +92,4 @@ func announceProbe(rec events.EventRecorder, obj client.Object, before, after []
 	case now.Status == metav1.ConditionTrue && was != nil && was.Status == metav1.ConditionFalse:
 		rec.Eventf(obj, nil, corev1.EventTypeNormal, ReasonConnectionOK, "Probe", "%s", now.Message)
 	}
-}
-
-// Probe tests a snapshot sink's connection as the reconciler does: the
-// message of ConnectionVerified on success, else a reason and an error.
-func (r *Reconciler) Probe(ctx context.Context, _ client.Reader, sink client.Object) (msg, reason string, err error) {
-	s, ok := sink.(*kollectv1alpha1.KollectSnapshotSink)
-	if !ok {
-		return "", ReasonTestFailed, fmt.Errorf("not a KollectSnapshotSink: %T", sink)
-	}
-	if reason, err := r.probe(ctx, s); err != nil {
-		return "", reason, err
-	}
-	return git.ProbeMessage, "", nil
-}
-
-func (r *Reconciler) probe(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSink) (string, error) {
-	typ := s.Spec.Type
-	if typ == "" && s.Spec.Git != nil {
-		typ = "git"
-	}
-	if typ != "git" {
-		return ReasonTestFailed, fmt.Errorf("%s sinks are not implemented in this version of Kollect", typ)
-	}
-	creds, err := backends.ReadCredentials(ctx, r.Client, s)
-	if err != nil {
-		return ReasonSecretFailed, err
-	}
-	cfg, err := git.FromSink(s, creds.Data, "")
-	if err != nil {
-		return ReasonTestFailed, err
-	}
-	if err := r.Policy.CheckURL(ctx, cfg.URL, "https", "http", "ssh", "file"); err != nil {
-		return ReasonTestFailed, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	if err := git.Probe(pctx, cfg); err != nil {
-		return ReasonTestFailed, err
-	}
-	return "", nil
 }

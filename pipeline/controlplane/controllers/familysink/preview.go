@@ -1,4 +1,4 @@
-package snapshotsink
+package familysink
 
 import (
 	"context"

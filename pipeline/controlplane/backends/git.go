@@ -1,0 +1,56 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
+)
+
+func gitType() Type {
+	return Type{Family: "snapshot", Name: "git", Verified: git.ProbeMessage,
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return git.CredentialsRef(&o.(*kollectv1alpha1.KollectSnapshotSink).Spec)
+		},
+		Build: buildGit}
+}
+
+func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+	s := obj.(*kollectv1alpha1.KollectSnapshotSink)
+	url, _, err := git.Endpoint(&s.Spec)
+	if err != nil {
+		return nil, err
+	}
+	schemes := []string{"https", "http", "ssh"}
+	if env.Policy.AllowLoopback {
+		schemes = append(schemes, "file") // a repository on the operator's own disk: development only
+	} else if strings.HasPrefix(url, "file://") {
+		return nil, sinks.Permanent(errors.New("file:// remotes name a repository on the operator's own disk and are refused; " +
+			"use an https:// or ssh:// remote (file:// is only for local development, with --dev-allow-loopback-sinks)"))
+	}
+	if err := env.Policy.CheckURL(ctx, url, schemes...); err != nil {
+		return nil, err
+	}
+	cfg, err := git.FromSink(s, creds.Data, env.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	g, err := git.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }}, nil
+}
+
+// probed gives a backend adapted by sinks.Whole its probe back.
+type probed struct {
+	sinks.Backend
+	probe func(ctx context.Context) error
+}
+
+func (p probed) Probe(ctx context.Context) error { return p.probe(ctx) }

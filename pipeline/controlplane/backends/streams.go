@@ -1,0 +1,61 @@
+package backends
+
+import (
+	"context"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/kafka"
+	"kollect.dev/kollect/sinks/nats"
+	"kollect.dev/kollect/sinks/postgres"
+)
+
+func postgresType() Type {
+	return Type{Family: "database", Name: "postgres", Verified: "PostgreSQL ping succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return postgres.CredentialsRef(&o.(*kollectv1alpha1.KollectDatabaseSink).Spec)
+		},
+		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			s := obj.(*kollectv1alpha1.KollectDatabaseSink)
+			cfg, err := postgres.FromSpec(&s.Spec, creds.Data, creds.CA)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Dial = GuardedDial(env.Policy)
+			return postgres.New(cfg)
+		}}
+}
+
+func natsType() Type {
+	return Type{Family: "event", Name: "nats", Verified: "NATS JetStream account info request succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return nats.CredentialsRef(&o.(*kollectv1alpha1.KollectEventSink).Spec)
+		},
+		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			s := obj.(*kollectv1alpha1.KollectEventSink)
+			cfg := nats.FromSpec(&s.Spec, creds.Data, creds.CA)
+			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
+				return nil, err
+			}
+			cfg.Dial = GuardedDial(env.Policy)
+			return nats.New(cfg)
+		}}
+}
+
+func kafkaType() Type {
+	return Type{Family: "event", Name: "kafka", Verified: "Kafka broker metadata request succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return kafka.CredentialsRef(&o.(*kollectv1alpha1.KollectEventSink).Spec)
+		},
+		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			s := obj.(*kollectv1alpha1.KollectEventSink)
+			cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
+			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+			cfg.Dial = GuardedDial(env.Policy)
+			return kafka.New(cfg)
+		}}
+}
