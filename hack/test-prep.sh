@@ -7,6 +7,7 @@ set -euo pipefail
 assets="${1:?usage: test-prep.sh ENVTEST_DIR HELM}"
 helm="${2:?usage: test-prep.sh ENVTEST_DIR HELM}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+mkdir -p bin
 STEPS_LOG="$PWD/bin/test-build.log"
 : >"$STEPS_LOG"
 # shellcheck source=steps.sh
