@@ -29,6 +29,25 @@ type Harness struct {
 	Messages func(t *testing.T, id rows.Identity, cluster string) int
 	// Stop and Start take the server down and bring it back with its data.
 	Stop, Start func(t *testing.T)
+	// WholeObjects marks a snapshot backend whose unit of writing is an
+	// object or file holding many rows (a document, a namespace): what it
+	// writes for a change is not one unit per changed row, so the suite
+	// checks that a change writes something and no change writes nothing,
+	// instead of exact counts.
+	WholeObjects bool
+}
+
+// wrote checks an acknowledgement's Written count against n changed rows.
+func (h Harness) wrote(t *testing.T, ack sinks.Ack, n int, what string) {
+	t.Helper()
+	switch {
+	case !h.WholeObjects && ack.Written != n:
+		t.Errorf("%s wrote %d rows or messages, want %d", what, ack.Written, n)
+	case h.WholeObjects && n == 0 && ack.Written != 0:
+		t.Errorf("%s wrote %d rows, want none", what, ack.Written)
+	case h.WholeObjects && n > 0 && ack.Written < n:
+		t.Errorf("%s wrote %d rows, want at least the %d changed", what, ack.Written, n)
+	}
 }
 
 // Run runs every case. Each uses its own inventory, so cases share one

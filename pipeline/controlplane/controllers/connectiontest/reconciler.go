@@ -39,8 +39,8 @@ type Prober interface {
 type Reconciler struct {
 	Client client.Client
 	// Prober probes sinks of every family (the backends registry).
-	Prober Prober
-	Metrics          *controllers.Metrics
+	Prober  Prober
+	Metrics *controllers.Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

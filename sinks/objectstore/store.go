@@ -1,0 +1,448 @@
+package objectstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Layouts: how rows are cut into objects.
+const (
+	Document    = "document"    // one object per inventory (default)
+	Split       = "split"       // one object per source namespace
+	PerResource = "perResource" // one object per row
+)
+
+// Config is one object-store sink.
+type Config struct {
+	// Bucket is opened by the caller with its driver and credentials; the
+	// store closes it.
+	Bucket *blob.Bucket
+	// Name says what the bucket is in errors and probes (s3://b/prefix).
+	Name string
+	// Prefix is prepended to every key ("" or a/b, no slashes around).
+	Prefix string
+	// Cluster is the sink's cluster ("" writes "default").
+	Cluster string
+	// Format is json (the export envelope, default), ndjson, csv or
+	// parquet; Compression none, gzip, zstd, or snappy (Parquet only).
+	Format, Compression string
+	// Layout is document (default), split or perResource.
+	Layout string
+	// PathTemplate names objects (see Paths); "" uses the layout's default.
+	PathTemplate string
+	// HotAttributes are the attributes that get a Parquet column of their
+	// own (nil: image and version).
+	HotAttributes []string
+	// Redact are credential values removed from every error message.
+	Redact []string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Store is an object-store snapshot backend.
+type Store struct {
+	cfg Config
+	enc *encoder
+}
+
+// New checks cfg and returns its store.
+func New(cfg Config) (*Store, error) {
+	if cfg.Bucket == nil {
+		return nil, errors.New("objectstore: no bucket")
+	}
+	cfg.Format = strings.ToLower(cfg.Format)
+	if cfg.Format == "" {
+		cfg.Format = JSON
+	}
+	if cfg.Compression == "" {
+		cfg.Compression = None
+	}
+	if cfg.Layout == "" {
+		cfg.Layout = Document
+	}
+	switch cfg.Format {
+	case JSON, NDJSON, CSV, Parquet:
+	default:
+		return nil, sinks.Permanent(fmt.Errorf("format %q is not one an object store writes: use json, ndjson, csv or parquet", cfg.Format))
+	}
+	switch cfg.Compression {
+	case None, Gzip, Zstd:
+	case Snappy:
+		if cfg.Format != Parquet {
+			return nil, sinks.Permanent(fmt.Errorf("snappy compression applies to Parquet only; use gzip or zstd for %s", cfg.Format))
+		}
+	default:
+		return nil, sinks.Permanent(fmt.Errorf("compression %q is not supported: use none, gzip, zstd or (Parquet) snappy", cfg.Compression))
+	}
+	switch cfg.Layout {
+	case Document, Split, PerResource:
+	default:
+		return nil, sinks.Permanent(fmt.Errorf("layout mode %q is not one an object store writes: use document, split or perResource", cfg.Layout))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
+	cluster := cfg.Cluster
+	if cluster == "" {
+		cluster = "default"
+	}
+	return &Store{cfg: cfg, enc: &encoder{format: cfg.Format, compression: cfg.Compression, cluster: cluster, hot: cfg.HotAttributes, now: cfg.Now}}, nil
+}
+
+// manifest is what the store writes last: every object of the export.
+type manifest struct {
+	SchemaVersion string            `json:"schemaVersion"`
+	Namespace     string            `json:"inventoryNamespace"`
+	Name          string            `json:"inventoryName"`
+	Generation    int64             `json:"generation"`
+	Cluster       string            `json:"cluster"`
+	Checksum      string            `json:"checksum"`
+	Settings      string            `json:"settings"`
+	ExportedAt    time.Time         `json:"exportedAt"`
+	ItemCount     int               `json:"itemCount"`
+	Objects       map[string]entry  `json:"objects"`
+}
+
+// entry is one object of an export: a hash of the rows it holds (not of
+// its bytes, which carry the export time) and how many.
+type entry struct {
+	Hash string `json:"hash"`
+	Rows int    `json:"rows"`
+}
+
+// pending lists objects an export is about to create, written before
+// them: if the export fails, the next one deletes those it does not keep.
+type pending struct {
+	Objects []string `json:"objects"`
+}
+
+func (s *Store) metaKey(id rows.Identity, suffix string) string {
+	return s.key(path.Join(".kollect", s.enc.cluster, id.Namespace, id.Name+suffix))
+}
+
+func (s *Store) key(p string) string {
+	if s.cfg.Prefix == "" {
+		return p
+	}
+	return s.cfg.Prefix + "/" + p
+}
+
+// settings is what, besides the rows, decides the bytes of objects: a
+// change rewrites every object.
+func (s *Store) settings() string {
+	return strings.Join([]string{s.cfg.Format, s.cfg.Compression, s.cfg.Layout, s.cfg.PathTemplate, strings.Join(s.enc.hot, ","), s.enc.cluster}, "|")
+}
+
+// Export makes the bucket hold snap: changed objects, then the manifest,
+// then the deletes.
+func (s *Store) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	ack, err := s.export(ctx, snap)
+	return ack, s.redact(err)
+}
+
+func (s *Store) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	id := snap.Inventory
+	mKey, pKey := s.metaKey(id, ".json"), s.metaKey(id, ".pending.json")
+	var old manifest
+	hadManifest, err := s.readJSON(ctx, mKey, &old)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	var pend pending
+	hadPending, err := s.readJSON(ctx, pKey, &pend)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	if hadManifest && !hadPending && old.Checksum == snap.Checksum && old.Settings == s.settings() && old.Generation == id.Generation {
+		return sinks.Ack{Rows: len(snap.Rows), Revision: shortSum(snap.Checksum)}, nil
+	}
+	if len(snap.Rows) == 0 {
+		// Remove what this sink wrote for the inventory, and nothing else.
+		gone := union(keys(old.Objects), pend.Objects)
+		if err := s.deleteAll(ctx, gone); err != nil {
+			return sinks.Ack{}, err
+		}
+		if err := s.deleteAll(ctx, []string{mKey, pKey}); err != nil {
+			return sinks.Ack{}, err
+		}
+		return sinks.Ack{Changed: hadManifest || hadPending, Written: old.ItemCount}, nil
+	}
+	objs, err := s.objects(snap)
+	if err != nil {
+		return sinks.Ack{}, sinks.Permanent(err)
+	}
+	next := manifest{SchemaVersion: rows.SchemaVersion, Namespace: id.Namespace, Name: id.Name, Generation: id.Generation,
+		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Now().UTC(),
+		ItemCount: len(snap.Rows), Objects: make(map[string]entry, len(objs))}
+	var created []string
+	for _, o := range objs {
+		next.Objects[o.key] = entry{Hash: o.hash, Rows: len(o.rows)}
+		if _, ok := old.Objects[o.key]; !ok {
+			created = append(created, o.key)
+		}
+	}
+	if len(created) > 0 {
+		// Known before the objects exist, so a failure leaves no orphan.
+		slices.Sort(created)
+		if err := s.writeJSON(ctx, pKey, pending{Objects: union(created, pend.Objects)}); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
+	ack := sinks.Ack{Rows: len(snap.Rows), Changed: true, Revision: shortSum(snap.Checksum)}
+	for _, o := range objs {
+		if !hadPending && old.Objects[o.key] == next.Objects[o.key] && old.Settings == next.Settings {
+			continue // the bucket holds these bytes' content already
+		}
+		body, err := s.enc.encode(o.object)
+		if err != nil {
+			return sinks.Ack{}, sinks.Permanent(err)
+		}
+		opts := &blob.WriterOptions{ContentType: contentType(s.cfg.Format), ContentEncoding: s.enc.contentEncoding()}
+		if err := s.cfg.Bucket.WriteAll(ctx, o.key, body, opts); err != nil {
+			return sinks.Ack{}, fmt.Errorf("write %s: %w", o.key, err)
+		}
+		ack.Written += len(o.rows)
+		ack.Bytes += int64(len(body))
+	}
+	if err := s.writeJSON(ctx, mKey, next); err != nil {
+		return sinks.Ack{}, err
+	}
+	var gone []string
+	for _, k := range union(keys(old.Objects), pend.Objects) {
+		if _, keep := next.Objects[k]; !keep {
+			gone = append(gone, k)
+			ack.Written += old.Objects[k].Rows // a row removed is a change written
+		}
+	}
+	if err := s.deleteAll(ctx, gone); err != nil {
+		return sinks.Ack{}, err
+	}
+	if hadPending || len(created) > 0 {
+		if err := s.deleteAll(ctx, []string{pKey}); err != nil {
+			return sinks.Ack{}, err
+		}
+	}
+	return ack, nil
+}
+
+// keyed is an object with its key and content hash.
+type keyed struct {
+	object
+	key, hash string
+}
+
+// objects cuts snap into the layout's objects.
+func (s *Store) objects(snap *rows.Snapshot) ([]keyed, error) {
+	id := snap.Inventory
+	var groups []object
+	switch s.cfg.Layout {
+	case Document:
+		groups = []object{{id: id, rows: snap.Rows}}
+	case Split:
+		byNS := map[string][]*rows.Row{}
+		var order []string
+		for _, r := range snap.Rows {
+			if _, ok := byNS[r.Namespace]; !ok {
+				order = append(order, r.Namespace)
+			}
+			byNS[r.Namespace] = append(byNS[r.Namespace], r)
+		}
+		slices.Sort(order)
+		for _, ns := range order {
+			groups = append(groups, object{id: id, rows: byNS[ns]})
+		}
+	case PerResource:
+		groups = make([]object, 0, len(snap.Rows))
+		for _, r := range snap.Rows {
+			groups = append(groups, object{id: id, rows: []*rows.Row{r}, single: true})
+		}
+	}
+	out := make([]keyed, 0, len(groups))
+	seen := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		k, err := s.objectKey(g)
+		if err != nil {
+			return nil, err
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("two objects of the export would be written at %q: add a variable that tells them apart to the path template ({uid}, {targetName}, {sourceNamespace})", k)
+		}
+		seen[k] = true
+		h := sha256.New()
+		for _, r := range g.rows {
+			h.Write(r.JSON())
+			h.Write([]byte{'\n'})
+		}
+		out = append(out, keyed{object: g, key: k, hash: hex.EncodeToString(h.Sum(nil))[:32]})
+	}
+	return out, nil
+}
+
+// unsafeSegment matches what a Hive-style path value may not contain.
+var unsafeSegment = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func hive(v string) string { return unsafeSegment.ReplaceAllString(v, "_") }
+
+// objectKey renders an object's key. Parquet documents use the Hive-style
+// path of SEMANTICS §11.4 (the path template does not apply).
+func (s *Store) objectKey(o object) (string, error) {
+	id := o.id
+	ext := extension(s.cfg.Format) + s.enc.suffix()
+	first := o.rows[0]
+	if s.cfg.Format == Parquet && s.cfg.Layout != PerResource && s.cfg.PathTemplate == "" {
+		p := fmt.Sprintf("inventory/cluster=%s/ns=%s/name=%s/generation=%d", hive(s.enc.cluster), hive(id.Namespace), hive(id.Name), id.Generation)
+		if s.cfg.Layout == Split {
+			p += "/source_namespace=" + hive(first.Namespace)
+		}
+		return s.key(p + ext), nil
+	}
+	tmpl := s.cfg.PathTemplate
+	if tmpl == "" {
+		switch s.cfg.Layout {
+		case Split:
+			tmpl = "inventory/{namespace}/{name}/{sourceNamespace}{extension}"
+		case PerResource:
+			tmpl = "inventory/{namespace}/{name}/{targetName}/{sourceNamespace}/{kind}/{sourceName}{extension}"
+		default:
+			tmpl = "inventory/{namespace}/{name}{extension}"
+		}
+	}
+	if !strings.Contains(tmpl, "{extension}") {
+		tmpl += s.enc.suffix() // a literal extension keeps its compression suffix
+	}
+	vars := []string{"{cluster}", s.enc.cluster, "{namespace}", id.Namespace, "{name}", id.Name,
+		"{generation}", strconv.FormatInt(id.Generation, 10), "{extension}", ext}
+	if s.cfg.Layout != Document {
+		vars = append(vars, "{sourceNamespace}", orNone(first.Namespace))
+	}
+	if s.cfg.Layout == PerResource {
+		vars = append(vars, "{sourceName}", first.Name, "{kind}", strings.ToLower(first.Kind), "{group}", orNone(first.Group),
+			"{uid}", first.UID, "{targetNamespace}", first.TargetNamespace, "{targetName}", first.TargetName)
+	}
+	p := strings.NewReplacer(vars...).Replace(tmpl)
+	if i := strings.IndexByte(p, '{'); i >= 0 && strings.IndexByte(p[i:], '}') > 0 {
+		return "", fmt.Errorf("path template %q has a variable the %s layout does not know: %s", tmpl, s.cfg.Layout, p[i:i+strings.IndexByte(p[i:], '}')+1])
+	}
+	clean := path.Clean("/" + p)[1:]
+	if clean == "" || strings.HasPrefix(clean, ".kollect/") || clean != p {
+		return "", fmt.Errorf("path template %q renders %q, which is not a clean object path", tmpl, p)
+	}
+	return s.key(clean), nil
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "_cluster"
+	}
+	return v
+}
+
+func (s *Store) readJSON(ctx context.Context, key string, v any) (bool, error) {
+	b, err := s.cfg.Bucket.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, sinks.Permanent(fmt.Errorf("%s is not a Kollect manifest (%v): remove it, or point the sink elsewhere", key, err))
+	}
+	return true, nil
+}
+
+func (s *Store) writeJSON(ctx context.Context, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Bucket.WriteAll(ctx, key, b, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) deleteAll(ctx context.Context, ks []string) error {
+	for _, k := range ks {
+		if err := s.cfg.Bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Probe checks that the bucket exists and the credentials can reach it.
+func (s *Store) Probe(ctx context.Context) error {
+	ok, err := s.cfg.Bucket.IsAccessible(ctx)
+	if err != nil {
+		return s.redact(fmt.Errorf("%s: %w", s.cfg.Name, err))
+	}
+	if !ok {
+		return fmt.Errorf("%s: the bucket does not exist or these credentials cannot reach it", s.cfg.Name)
+	}
+	return nil
+}
+
+// Close releases the bucket.
+func (s *Store) Close() { _ = s.cfg.Bucket.Close() }
+
+// redact removes credential values from an error's message, keeping
+// whether it is permanent.
+func (s *Store) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, v := range s.cfg.Redact {
+		if len(v) >= 4 && strings.Contains(msg, v) {
+			msg, changed = strings.ReplaceAll(msg, v, "[REDACTED]"), true
+		}
+	}
+	if !changed {
+		return err
+	}
+	if errors.Is(err, sinks.ErrPermanent) {
+		return sinks.Permanent(errors.New(msg))
+	}
+	return errors.New(msg)
+}
+
+func keys(m map[string]entry) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func union(a, b []string) []string {
+	out := append(append([]string(nil), a...), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func shortSum(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

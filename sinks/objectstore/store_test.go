@@ -1,0 +1,149 @@
+package objectstore_test
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob/memblob"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/objectstore"
+	"kollect.dev/kollect/sinks/sinktest"
+)
+
+func TestHotColumns(t *testing.T) {
+	cases := []struct {
+		in          []string
+		attrs, cols string
+	}{
+		{nil, "image,version", "attr_image,attr_version"},
+		{[]string{" Image ", "image", "app.kubernetes.io/name", "ünï", "ü"}, "Image,app.kubernetes.io/name,ü,ünï", "attr_image,attr_app_kubernetes_ioname,attr_unknown,attr_n"},
+		{[]string{}, "", ""},
+	}
+	for _, c := range cases {
+		a, cols := objectstore.HotColumns(c.in)
+		if strings.Join(a, ",") != c.attrs || strings.Join(cols, ",") != c.cols {
+			t.Errorf("HotColumns(%q) = %v %v, want %s / %s", c.in, a, cols, c.attrs, c.cols)
+		}
+	}
+}
+
+// A CSV object has the identity columns then one column per attribute,
+// values as text (strings as they are, numbers formatted, others JSON).
+func TestCSVColumns(t *testing.T) {
+	b := memblob.OpenBucket(nil)
+	st, err := objectstore.New(objectstore.Config{Bucket: b, Format: "csv", Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rows.Identity{Namespace: "ops", Name: "inv", Generation: 2}
+	r, _ := rows.New(rows.Row{TargetNamespace: "ops", TargetName: "apps", Namespace: "shop", Name: "web", Version: "v1", Kind: "ConfigMap", UID: "u1",
+		Attributes: map[string]any{"replicas": 3, "image": "web:1", "labels": map[string]any{"a": "b"}}})
+	if _, err := st.Export(context.Background(), rows.NewSnapshot(id, []*rows.Row{r}, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	body, err := b.ReadAll(context.Background(), "inventory/ops/inv.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("csv: %v %q", err, body)
+	}
+	want := [][]string{
+		{"cluster", "inventory_namespace", "inventory_name", "target_namespace", "target_name", "namespace", "name", "uid", "group", "api_version", "kind", "image", "labels", "replicas"},
+		{"east", "ops", "inv", "ops", "apps", "shop", "web", "u1", "", "v1", "ConfigMap", "web:1", `{"a":"b"}`, "3"},
+	}
+	for i := range want {
+		if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
+			t.Errorf("line %d: %q, want %q", i, recs[i], want[i])
+		}
+	}
+}
+
+// What a sink cannot write is refused at once, permanently, saying why.
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		cfg   objectstore.Config
+		words string
+	}{
+		{objectstore.Config{Format: "yaml"}, `format "yaml"`},
+		{objectstore.Config{Format: "json", Compression: "snappy"}, "snappy compression applies to Parquet only"},
+		{objectstore.Config{Compression: "lz4"}, `compression "lz4"`},
+		{objectstore.Config{Layout: "tree"}, `layout mode "tree"`},
+	}
+	for _, c := range cases {
+		c.cfg.Bucket = memblob.OpenBucket(nil)
+		_, err := objectstore.New(c.cfg)
+		if err == nil || !errors.Is(err, sinks.ErrPermanent) || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%+v: got %v, want a permanent error with %q", c.cfg, err, c.words)
+		}
+	}
+}
+
+// Templates: an unknown variable, a path that escapes, and two rows at one
+// key are permanent errors; nothing is written.
+func TestPathTemplateErrors(t *testing.T) {
+	id := rows.Identity{Namespace: "ops", Name: "inv"}
+	cases := []struct {
+		layout, tmpl, words string
+	}{
+		{"document", "inventory/{sourceName}.json", "does not know: {sourceName}"},
+		{"document", "../outside/{name}.json", "not a clean object path"},
+		{"perResource", "inventory/{kind}.json", "two objects of the export would be written"},
+	}
+	for _, c := range cases {
+		b := memblob.OpenBucket(nil)
+		st, err := objectstore.New(objectstore.Config{Bucket: b, Layout: c.layout, PathTemplate: c.tmpl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Export(context.Background(), sinktest.Snap(id, sinktest.Rows(3, "1")))
+		if err == nil || !errors.Is(err, sinks.ErrPermanent) || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s %q: got %v, want a permanent error with %q", c.layout, c.tmpl, err, c.words)
+		}
+		it := b.List(nil)
+		if o, _ := it.Next(context.Background()); o != nil {
+			t.Errorf("%s %q: wrote %s", c.layout, c.tmpl, o.Key)
+		}
+	}
+}
+
+// In a per-row layout an export writes the rows that changed and deletes
+// the objects of rows that are gone; nothing else is touched.
+func TestPerResourceWritesOnlyWhatChanged(t *testing.T) {
+	b := memblob.OpenBucket(nil)
+	st, err := objectstore.New(objectstore.Config{Bucket: b, Layout: "perResource"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rows.Identity{Namespace: "ops", Name: "inv"}
+	base := sinktest.Rows(100, "1")
+	if _, err := st.Export(context.Background(), sinktest.Snap(id, base)); err != nil {
+		t.Fatal(err)
+	}
+	next := append(append([]*rows.Row{}, sinktest.Rows(10, "2")...), base[10:90]...) // 10 changed, 10 gone
+	ack, err := st.Export(context.Background(), sinktest.Snap(id, next))
+	if err != nil || ack.Written != 20 || ack.Rows != 90 {
+		t.Fatalf("ack %+v, %v; want 20 written (10 objects rewritten, 10 deleted) of 90", ack, err)
+	}
+	n := 0
+	it := b.List(nil)
+	for {
+		o, err := it.Next(context.Background())
+		if o == nil || err != nil {
+			break
+		}
+		if !strings.HasPrefix(o.Key, ".kollect/") {
+			n++
+		}
+	}
+	if n != 90 {
+		t.Errorf("the bucket holds %d row objects, want 90", n)
+	}
+}
