@@ -85,7 +85,7 @@ func TestS3Conformance(t *testing.T) {
 				Version: func(t *testing.T, id rows.Identity, cluster string) string {
 					return version(t, srv, bucket, "fleet", id, cluster)
 				},
-				Stop:  func(*testing.T) { srv.Stop() },
+				Stop: func(*testing.T) { srv.Stop() },
 				Start: func(t *testing.T) {
 					if err := srv.Restart(); err != nil {
 						t.Fatal(err)
@@ -247,7 +247,6 @@ type pqRow struct {
 	TargetNamespace string    `parquet:"target_namespace"`
 	UID             string    `parquet:"uid"`
 }
-
 
 // version changes when anything of the inventory is written: the
 // manifest's and the objects' ETags and times.

@@ -108,16 +108,16 @@ func New(cfg Config) (*Store, error) {
 
 // manifest is what the store writes last: every object of the export.
 type manifest struct {
-	SchemaVersion string            `json:"schemaVersion"`
-	Namespace     string            `json:"inventoryNamespace"`
-	Name          string            `json:"inventoryName"`
-	Generation    int64             `json:"generation"`
-	Cluster       string            `json:"cluster"`
-	Checksum      string            `json:"checksum"`
-	Settings      string            `json:"settings"`
-	ExportedAt    time.Time         `json:"exportedAt"`
-	ItemCount     int               `json:"itemCount"`
-	Objects       map[string]entry  `json:"objects"`
+	SchemaVersion string           `json:"schemaVersion"`
+	Namespace     string           `json:"inventoryNamespace"`
+	Name          string           `json:"inventoryName"`
+	Generation    int64            `json:"generation"`
+	Cluster       string           `json:"cluster"`
+	Checksum      string           `json:"checksum"`
+	Settings      string           `json:"settings"`
+	ExportedAt    time.Time        `json:"exportedAt"`
+	ItemCount     int              `json:"itemCount"`
+	Objects       map[string]entry `json:"objects"`
 }
 
 // entry is one object of an export: a hash of the rows it holds (not of
