@@ -66,6 +66,28 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Bucket == nil {
 		return nil, errors.New("objectstore: no bucket")
 	}
+	return newStore(cfg)
+}
+
+// Paths lists the object keys an export of snap would write, for previews
+// (cfg needs no bucket).
+func Paths(cfg Config, snap *rows.Snapshot) ([]string, error) {
+	s, err := newStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := s.objects(snap)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.key)
+	}
+	return out, nil
+}
+
+func newStore(cfg Config) (*Store, error) {
 	cfg.Format = strings.ToLower(cfg.Format)
 	if cfg.Format == "" {
 		cfg.Format = JSON

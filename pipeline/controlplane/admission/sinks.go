@@ -68,8 +68,8 @@ func (o Options) endpoint(field, raw string) []string {
 // snapshotSink: endpoint guard (bucket URIs carry no host), warnings.
 func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
-	if ep := s.Spec.Endpoint; !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") {
-		problems = append(problems, o.endpoint("spec.endpoint", ep)...)
+	if ep := s.Spec.Endpoint; strings.Contains(ep, "://") && !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") {
+		problems = append(problems, o.endpoint("spec.endpoint", ep)...) // a bucket URI or a bare bucket carries no host
 	}
 	if g := s.Spec.Git; g != nil {
 		problems = append(problems, o.endpoint("spec.git.endpoint", g.Endpoint)...)
@@ -83,6 +83,10 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 			"unless the sink is annotated %s: \"true\" (development servers only)", git.AllowPlainHTTPCredentials))
 	}
 	typ := s.Spec.Type
+	if typ == "s3" || typ == "gcs" {
+		w, p := objectStoreSink(s)
+		warnings, problems = append(warnings, w...), append(problems, p...)
+	}
 	if typ == "" || typ == "git" || typ == "gitlab" {
 		format := ""
 		if s.Spec.Serialization != nil {
@@ -97,6 +101,38 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 		if l := s.Spec.Layout; l != nil && (l.Mode == "perResource" || l.Mode == "split") {
 			warnings = append(warnings, fmt.Sprintf("spec.layout.mode %s: files of objects that are gone are pruned", l.Mode))
 		}
+	}
+	return warnings, problems
+}
+
+// objectStoreSink: what an object store can write (SEMANTICS §12, with
+// CSV and compression implemented here), and a warning for fleets.
+func objectStoreSink(s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
+	format, compression := "", ""
+	if st := s.Spec.Serialization; st != nil {
+		format, compression = st.Format, st.Compression
+	}
+	if os := s.Spec.ObjectStore; os != nil && os.Format == "parquet" {
+		format = "parquet"
+	}
+	switch format {
+	case "yaml":
+		problems = append(problems, "spec.serialization.format yaml: object stores write json (the default), ndjson, csv or parquet")
+	case "ndjson", "csv", "parquet", "json", "":
+	}
+	if compression == "snappy" && format != "parquet" {
+		problems = append(problems, "spec.serialization.compression snappy applies to Parquet only: use gzip or zstd, or format parquet")
+	}
+	if l := s.Spec.Layout; l != nil && (l.Mode == "perResource" || l.Mode == "split") {
+		warnings = append(warnings, fmt.Sprintf("spec.layout.mode %s: objects of rows that are gone are deleted", l.Mode))
+	}
+	tmpl := s.Spec.PathTemplate
+	if l := s.Spec.Layout; l != nil && l.PathTemplate != "" {
+		tmpl = l.PathTemplate
+	}
+	if s.Spec.Cluster != "" && format != "parquet" && !strings.Contains(tmpl, "{cluster}") {
+		warnings = append(warnings, "spec.cluster is set but the object path has no {cluster}: clusters sharing this bucket would write the same objects; "+
+			"add {cluster} to spec.pathTemplate")
 	}
 	return warnings, problems
 }

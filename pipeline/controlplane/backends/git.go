@@ -44,7 +44,7 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
-	return probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }}, nil
+	return &probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }}, nil
 }
 
 // probed gives a backend adapted by sinks.Whole its probe back.
@@ -53,4 +53,4 @@ type probed struct {
 	probe func(ctx context.Context) error
 }
 
-func (p probed) Probe(ctx context.Context) error { return p.probe(ctx) }
+func (p *probed) Probe(ctx context.Context) error { return p.probe(ctx) }

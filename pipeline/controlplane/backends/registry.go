@@ -24,7 +24,10 @@ const ReplayAnnotation = "kollect.dev/replay"
 // webhooks (which Secret a sink reads) and the CLI (--sink) all go through
 // it, so adding a backend is its package plus one Type in Types.
 //
-// A built backend implements sinks.Backend, and may implement:
+// A built backend implements sinks.Backend and is comparable (a pointer,
+// or a struct of pointers: the engine compares backends to decide whether
+// a binding keeps its actor; a func or map inside would panic there). It
+// may implement:
 //   - Probe(ctx) error: the connection test behind ConnectionVerified
 //     (without it the sink's probe fails saying so);
 //   - Close(): releases connections when the backend is replaced or its
@@ -56,6 +59,8 @@ type Env struct {
 func Types() []Type {
 	return []Type{
 		gitType(),
+		s3Type(),
+		gcsType(),
 		postgresType(),
 		natsType(),
 		kafkaType(),

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -31,6 +32,18 @@ func (e *Env) StartManager(args ...string) (*Manager, error) {
 // impersonated service account), as a deployment with that account's RBAC
 // would run.
 func (e *Env) StartManagerAs(cfg *rest.Config, args ...string) (*Manager, error) {
+	// A free port can be taken by another test process between the check
+	// and the manager's bind: start again on other ports when that happens.
+	for attempt := 1; ; attempt++ {
+		m, err := e.startManager(cfg, args...)
+		if err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 5 {
+			continue
+		}
+		return m, err
+	}
+}
+
+func (e *Env) startManager(cfg *rest.Config, args ...string) (*Manager, error) {
 	metrics, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -56,6 +69,10 @@ func (e *Env) StartManagerAs(cfg *rest.Config, args ...string) (*Manager, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{MetricsAddr: metrics, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- manager.Run(ctx, cfg, o) }()
+	if err := waitForListener(metrics, m.done); err != nil {
+		cancel()
+		return nil, err
+	}
 	if w := e.webhooks; w != nil && o.WebhooksEnabled {
 		// Nothing of kollect.dev can be written until the webhooks answer.
 		if err := waitForTLS(net.JoinHostPort(w.LocalServingHost, fmt.Sprint(w.LocalServingPort)), m.done); err != nil {
@@ -64,6 +81,25 @@ func (e *Env) StartManagerAs(cfg *rest.Config, args ...string) (*Manager, error)
 		}
 	}
 	return m, nil
+}
+
+// waitForListener waits until the manager serves addr (its metrics), or
+// stops; the error then is the manager's own.
+func waitForListener(addr string, done chan error) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			return fmt.Errorf("manager stopped at start: %v", err)
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("the manager's metrics at %s did not answer within 60s", addr)
 }
 
 // waitForTLS waits until addr completes a TLS handshake, or the manager

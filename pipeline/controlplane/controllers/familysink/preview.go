@@ -13,6 +13,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/postgres"
 )
 
@@ -50,16 +51,20 @@ func RenderPreview(obj client.Object) (*kollectv1alpha1.SinkPreviewStatus, error
 		if typ == "" {
 			typ = "git"
 		}
+		if typ == "s3" || typ == "gcs" {
+			scheme := map[string]string{"s3": "s3", "gcs": "gs"}[typ]
+			e, err := objectstore.ParseEndpoint(s.Spec.Endpoint, scheme)
+			if err != nil {
+				return nil, err
+			}
+			paths, err := objectstore.Paths(objectstore.FromSpec(s, e), snap)
+			if err != nil {
+				return nil, err
+			}
+			p.ObjectPath = strings.Join(paths, ", ")
+			return p, nil
+		}
 		if typ != "git" && typ != "gitlab" {
-			tmpl := s.Spec.PathTemplate
-			if tmpl == "" {
-				tmpl = "inventory/{namespace}/{name}.json"
-			}
-			cluster := s.Spec.Cluster
-			if cluster == "" {
-				cluster = "default"
-			}
-			p.ObjectPath = strings.NewReplacer("{namespace}", "team-a", "{name}", "api", "{cluster}", cluster).Replace(tmpl)
 			p.Warnings = append(p.Warnings, typ+" sinks are not implemented in this version of Kollect")
 			return p, nil
 		}
