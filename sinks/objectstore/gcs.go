@@ -51,6 +51,9 @@ func OpenGCS(ctx context.Context, e Endpoint, data map[string][]byte, hc *http.C
 	if err != nil {
 		return nil, err
 	}
+	// The sink's binding retries with its own back-off and circuit
+	// breaker: a few quick attempts here, not a wait until the deadline.
+	sc.SetRetry(storage.WithMaxAttempts(3))
 	return gcsblob.OpenBucket(ctx, nil, e.Bucket, &gcsblob.Options{Client: sc})
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,10 +82,10 @@ func TestS3Conformance(t *testing.T) {
 					return sinks.Whole(st)
 				},
 				State: func(t *testing.T, id rows.Identity, cluster string) []string {
-					return state(t, srv, bucket, "fleet", id, cluster)
+					return state(t, s3Read(srv, bucket), "fleet", id, cluster)
 				},
 				Version: func(t *testing.T, id rows.Identity, cluster string) string {
-					return version(t, srv, bucket, "fleet", id, cluster)
+					return version(t, s3Read(srv, bucket), "fleet", id, cluster)
 				},
 				Stop: func(*testing.T) { srv.Stop() },
 				Start: func(t *testing.T) {
@@ -96,23 +98,45 @@ func TestS3Conformance(t *testing.T) {
 	}
 }
 
-// manifestOf reads the sink's manifest of an inventory through the SDK.
-func manifestOf(t *testing.T, srv *s3test.Server, bucket, prefix string, id rows.Identity, cluster string) (map[string]any, bool) {
-	t.Helper()
+// read fetches an object's body and Content-Encoding; ok is false when
+// it does not exist.
+type read func(t *testing.T, key string) (body []byte, encoding string, ok bool)
+
+func s3Read(srv *s3test.Server, bucket string) read {
+	return func(t *testing.T, key string) ([]byte, string, bool) {
+		t.Helper()
+		out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			if strings.Contains(err.Error(), "NoSuchKey") || strings.Contains(err.Error(), "404") {
+				return nil, "", false
+			}
+			t.Fatal(err)
+		}
+		defer out.Body.Close()
+		b, err := io.ReadAll(out.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, aws.ToString(out.ContentEncoding), true
+	}
+}
+
+func manifestKey(prefix string, id rows.Identity, cluster string) string {
 	if cluster == "" {
 		cluster = "default"
 	}
-	key := fmt.Sprintf("%s/.kollect/%s/%s/%s.json", prefix, cluster, id.Namespace, id.Name)
-	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		if strings.Contains(err.Error(), "NoSuchKey") || strings.Contains(err.Error(), "404") {
-			return nil, false
-		}
-		t.Fatal(err)
+	return fmt.Sprintf("%s/.kollect/%s/%s/%s.json", prefix, cluster, id.Namespace, id.Name)
+}
+
+// manifestOf reads the sink's manifest of an inventory.
+func manifestOf(t *testing.T, get read, prefix string, id rows.Identity, cluster string) (map[string]any, bool) {
+	t.Helper()
+	b, _, ok := get(t, manifestKey(prefix, id, cluster))
+	if !ok {
+		return nil, false
 	}
-	defer out.Body.Close()
 	var m map[string]any
-	if err := json.NewDecoder(out.Body).Decode(&m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m, true
@@ -120,23 +144,43 @@ func manifestOf(t *testing.T, srv *s3test.Server, bucket, prefix string, id rows
 
 // state decodes every object the manifest names back into row JSON, as a
 // reader of the bucket would.
-func state(t *testing.T, srv *s3test.Server, bucket, prefix string, id rows.Identity, cluster string) []string {
+func state(t *testing.T, get read, prefix string, id rows.Identity, cluster string) []string {
 	t.Helper()
-	m, ok := manifestOf(t, srv, bucket, prefix, id, cluster)
+	m, ok := manifestOf(t, get, prefix, id, cluster)
 	if !ok {
 		return nil
 	}
 	var out []string
 	for key := range m["objects"].(map[string]any) {
-		got, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err != nil {
-			t.Fatalf("the manifest names %s, which cannot be read: %v", key, err)
+		body, enc, ok := get(t, key)
+		if !ok {
+			t.Fatalf("the manifest names %s, which does not exist", key)
 		}
-		body, _ := io.ReadAll(got.Body)
-		got.Body.Close()
-		out = append(out, decode(t, key, aws.ToString(got.ContentEncoding), body)...)
+		out = append(out, decode(t, key, enc, body)...)
 	}
 	return out
+}
+
+// version changes when anything of the inventory is rewritten: every
+// object carries its export time, so its bytes change.
+func version(t *testing.T, get read, prefix string, id rows.Identity, cluster string) string {
+	t.Helper()
+	m, ok := manifestOf(t, get, prefix, id, cluster)
+	if !ok {
+		return "none"
+	}
+	keys := []string{manifestKey(prefix, id, cluster)}
+	for k := range m["objects"].(map[string]any) {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		b, _, _ := get(t, k)
+		h.Write([]byte(k))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func decode(t *testing.T, key, encoding string, body []byte) []string {
@@ -246,32 +290,4 @@ type pqRow struct {
 	TargetName      string    `parquet:"target_name"`
 	TargetNamespace string    `parquet:"target_namespace"`
 	UID             string    `parquet:"uid"`
-}
-
-// version changes when anything of the inventory is written: the
-// manifest's and the objects' ETags and times.
-func version(t *testing.T, srv *s3test.Server, bucket, prefix string, id rows.Identity, cluster string) string {
-	t.Helper()
-	m, ok := manifestOf(t, srv, bucket, prefix, id, cluster)
-	if !ok {
-		return "none"
-	}
-	var parts []string
-	keys := []string{}
-	for k := range m["objects"].(map[string]any) {
-		keys = append(keys, k)
-	}
-	if cluster == "" {
-		cluster = "default"
-	}
-	keys = append(keys, fmt.Sprintf("%s/.kollect/%s/%s/%s.json", prefix, cluster, id.Namespace, id.Name))
-	sort.Strings(keys)
-	for _, k := range keys {
-		h, err := srv.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, k+"@"+aws.ToString(h.ETag)+"@"+aws.ToTime(h.LastModified).String())
-	}
-	return strings.Join(parts, "|")
 }
