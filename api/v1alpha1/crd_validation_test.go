@@ -141,14 +141,14 @@ endpoint: s3://bucket
 type: s3
 git: {branch: main}
 `, []string{"spec.git", "only valid with type git"}},
-		{"s3 sink with a layout", "KollectSnapshotSink", `
+		{"s3 sink with a git-only layout field", "KollectSnapshotSink", `
 type: s3
-layout: {mode: perResource}
-`, []string{"spec.layout", "git or gitlab"}},
+layout: {mode: perResource, content: manifest}
+`, []string{"spec.layout", "content, index and filename are for git and gitlab"}},
 		{"git sink with yaml on an object store format", "KollectSnapshotSink", `
 type: s3
 serialization: {format: yaml}
-`, []string{"spec.serialization.format", "s3 and gcs write"}},
+`, []string{"spec.serialization.format", "object stores (s3, gcs, azureblob) write json, ndjson, csv or parquet"}},
 		{"git sink with an unsafe branch", "KollectSnapshotSink", `
 type: git
 git: {branch: 'refs/heads/main'}

@@ -63,12 +63,15 @@ type SinkCommonFields struct {
 
 // SerializationSpec selects how rows are encoded.
 type SerializationSpec struct {
-	// format of the export. git/gitlab: json, yaml, ndjson; s3/gcs: json,
-	// parquet, csv; database and event sinks: json.
+	// format of the export. git/gitlab: json, yaml, ndjson; object stores
+	// (s3, gcs): json (the export envelope, default), ndjson, csv, parquet;
+	// database and event sinks: json.
 	// +optional
 	// +kubebuilder:validation:Enum=json;yaml;parquet;csv;ndjson
 	Format string `json:"format,omitempty"`
-	// compression is accepted for compatibility and not applied.
+	// compression of what object stores write: gzip and zstd compress the
+	// object (Content-Encoding, .gz/.zst), and Parquet uses gzip, zstd or
+	// snappy for its pages; other sink types ignore it.
 	// +optional
 	// +kubebuilder:validation:Enum=none;gzip;snappy;zstd
 	Compression string `json:"compression,omitempty"`

@@ -30,7 +30,7 @@ func TestGCSConformance(t *testing.T) {
 			sinktest.Run(t, sinktest.Harness{
 				WholeObjects: true,
 				New: func(t *testing.T, cluster string) sinks.Backend {
-					hc, err := objectstore.HTTPClient(nil, nil, false)
+					hc, err := sinks.HTTPClient(nil, nil, false)
 					if err != nil {
 						t.Fatal(err)
 					}

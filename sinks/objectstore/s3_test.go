@@ -42,9 +42,9 @@ var configs = []config{
 	{name: "ParquetZstd", format: "parquet", compression: "zstd"},
 }
 
-func open(t *testing.T, srv *s3test.Server, bucket, prefix string) func() *objectstore.Config {
+func open(t testing.TB, srv *s3test.Server, bucket, prefix string) func() *objectstore.Config {
 	return func() *objectstore.Config {
-		hc, err := objectstore.HTTPClient(nil, nil, false)
+		hc, err := sinks.HTTPClient(nil, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}

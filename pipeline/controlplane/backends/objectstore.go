@@ -73,7 +73,7 @@ func buildObjectStore(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSin
 		}
 	}
 	insecure := s.Spec.TLS != nil && s.Spec.TLS.InsecureSkipVerify
-	hc, err := objectstore.HTTPClient(GuardedDial(env.Policy), creds.CA, insecure)
+	hc, err := sinks.HTTPClient(GuardedDial(env.Policy), creds.CA, insecure)
 	if err != nil {
 		return nil, sinks.Permanent(err)
 	}

@@ -59,6 +59,7 @@ type Env struct {
 func Types() []Type {
 	return []Type{
 		gitType(),
+		gitlabType(),
 		s3Type(),
 		gcsType(),
 		postgresType(),

@@ -1,9 +1,12 @@
 package controllers_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -19,8 +22,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kollect.dev/kollect/sinks/events"
+	"kollect.dev/kollect/sinks/gitlab/gitlabtest"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/objectstore/gcstest"
+	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
@@ -79,6 +85,28 @@ WHERE inventory_namespace = $1 AND inventory_name = 'inventory' AND cluster = 't
 	return out, rs.Err()
 }
 
+// envelopeImages reads the images of an export envelope; a missing object
+// is an empty inventory.
+func envelopeImages(body []byte, found bool) (images, error) {
+	out := images{}
+	if !found {
+		return out, nil
+	}
+	var env struct {
+		Items []struct {
+			Name       string         `json:"name"`
+			Attributes map[string]any `json:"attributes"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, err
+	}
+	for _, it := range env.Items {
+		out[it.Name] = fmt.Sprint(it.Attributes["image"])
+	}
+	return out, nil
+}
+
 type eventBody struct {
 	Change string `json:"change"`
 	Key    string `json:"key"`
@@ -98,6 +126,14 @@ func TestOnePipelineManySinks(t *testing.T) {
 	pg := pgtest.Start(t)
 	ns := natstest.Start(t)
 	kf := kafkatest.Start(t)
+	s3 := s3test.Start(t)
+	if err := s3.CreateBucket("fanout"); err != nil {
+		t.Fatal(err)
+	}
+	gcs := gcstest.Start(t)
+	gcs.CreateBucket("fanout")
+	lab := gitlabtest.Start(t)
+	lab.CreateProject("platform/fanout")
 	bare := filepath.Join(t.TempDir(), "fanout.git")
 	bareRepo(t, bare)
 
@@ -133,14 +169,55 @@ spec:
   cluster: test
   kafka: {brokers: ['%s'], topic: inventory.changes}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: s3-keys, namespace: fanout}
+stringData: {accessKeyID: '%s', secretAccessKey: '%s'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: bucket
+  namespace: fanout
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: s3
+  endpoint: '%s/fanout'
+  secretRef: {name: s3-keys}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: gcs, namespace: fanout}
+spec:
+  type: gcs
+  endpoint: '%s/fanout/exports'
+  serialization: {format: ndjson, compression: gzip}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gitlab-token, namespace: fanout}
+stringData: {token: '%s'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: lab
+  namespace: fanout
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: gitlab
+  endpoint: '%s/platform/fanout.git'
+  secretRef: {name: gitlab-token}
+  serialization: {format: json}
+---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectInventory
 metadata: {name: inventory, namespace: fanout}
 spec:
-  snapshotSinkRefs: [git]
+  snapshotSinkRefs: [git, bucket, gcs, lab]
   databaseSinkRefs: [warehouse]
   eventSinkRefs: [bus, log]
-`, pg.DSN(""), ns.URL(), kf.Brokers()[0]))
+`, pg.DSN(""), ns.URL(), kf.Brokers()[0], s3test.AccessKey, s3test.SecretKey, s3.URL, gcs.URL, gitlabtest.Token, lab.URL))
 
 	natsMessages := func() []eventBody {
 		ms, err := natstest.ReadAll(ctx, ns.URL(), "kollect_events")
@@ -170,6 +247,47 @@ spec:
 		}
 		return upserts, tombstones, len(rs)
 	}
+	s3Images := func() (images, error) {
+		objs, err := s3.Objects(ctx, "fanout", "")
+		if err != nil {
+			return nil, err
+		}
+		body, ok := objs["inventory/fanout/inventory.json"]
+		if len(objs) > 0 && !ok {
+			return nil, fmt.Errorf("bucket holds %d objects, not inventory/fanout/inventory.json", len(objs))
+		}
+		return envelopeImages(body, ok)
+	}
+	gcsImages := func() (images, error) {
+		body, enc, err := gcs.Object("fanout", "exports/inventory/fanout/inventory.ndjson.gz")
+		if err != nil {
+			return images{}, nil
+		}
+		if enc != "gzip" {
+			return nil, fmt.Errorf("gcs object Content-Encoding %q", enc)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		plain, _ := io.ReadAll(zr)
+		out := images{}
+		for _, line := range strings.Split(strings.TrimSpace(string(plain)), "\n") {
+			var r struct {
+				Name       string         `json:"name"`
+				Attributes map[string]any `json:"attributes"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				return nil, err
+			}
+			out[r.Name] = fmt.Sprint(r.Attributes["image"])
+		}
+		return out, nil
+	}
+	labImages := func() (images, error) {
+		body, ok := lab.Files("platform/fanout", "main")["inventory/fanout/inventory.json"]
+		return envelopeImages(body, ok)
+	}
 	same := func(want images) func() error {
 		return func() error {
 			g, err := gitImages(bare, "fanout-apps")
@@ -180,8 +298,20 @@ spec:
 			if err != nil {
 				return err
 			}
-			if g.String() != want.String() || p.String() != want.String() {
-				return fmt.Errorf("git %v, postgres %v, want %v", g, p, want)
+			b, err := s3Images()
+			if err != nil {
+				return err
+			}
+			o, err := gcsImages()
+			if err != nil {
+				return err
+			}
+			l, err := labImages()
+			if err != nil {
+				return err
+			}
+			if g.String() != want.String() || p.String() != want.String() || b.String() != want.String() || o.String() != want.String() || l.String() != want.String() {
+				return fmt.Errorf("git %v, postgres %v, s3 %v, gcs %v, gitlab %v, want %v", g, p, b, o, l, want)
 			}
 			return nil
 		}
@@ -207,7 +337,8 @@ spec:
 			m := e.(map[string]any)
 			got[fmt.Sprint(m["name"])] = fmt.Sprintf("%v/%v", m["exportedCount"], m["circuit"])
 		}
-		want := map[string]string{"snapshot/git": "2/Closed", "database/warehouse": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
+		want := map[string]string{"snapshot/git": "2/Closed", "snapshot/bucket": "2/Closed", "snapshot/gcs": "2/Closed", "snapshot/lab": "2/Closed",
+			"database/warehouse": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
 		if !maps.Equal(got, want) {
 			return fmt.Errorf("sinkExports %v", got)
 		}
@@ -216,6 +347,12 @@ spec:
 		}
 		if s, _, m := condition(get(t, "KollectEventSink", "fanout", "bus"), "ConnectionVerified"); s != "True" {
 			return fmt.Errorf("nats sink ConnectionVerified=%s %s", s, m)
+		}
+		for name, msg := range map[string]string{"bucket": "bucket reachable with these credentials", "gcs": "bucket reachable with these credentials",
+			"lab": "GitLab project reachable with this token"} {
+			if s, _, m := condition(get(t, "KollectSnapshotSink", "fanout", name), "ConnectionVerified"); s != "True" || m != msg {
+				return fmt.Errorf("%s sink ConnectionVerified=%s %s", name, s, m)
+			}
 		}
 		return nil
 	})
@@ -272,6 +409,14 @@ spec:
 			}
 			return same(images{})()
 		})
+		// The bucket keeps nothing of the inventory, manifest included.
+		if objs, err := s3.Objects(ctx, "fanout", ""); err != nil || len(objs) != 0 {
+			t.Errorf("s3 after deletion: %d objects (%v)", len(objs), err)
+		}
+		// GitLab: one commit per export, the last one removing the files.
+		if files := lab.Files("platform/fanout", "main"); len(files) != 0 {
+			t.Errorf("gitlab after deletion holds %d files: %v, commits %+v", len(files), slices.Sorted(maps.Keys(files)), lab.Commits("platform/fanout", "main"))
+		}
 		if ms := natsMessages(); len(ms) != 5 || ms[4].Change != events.Delete || !strings.Contains(ms[4].Key, "/Deployment/web#fanout/inventory/") {
 			t.Errorf("nats after deletion: %+v", ms)
 		}

@@ -1,0 +1,74 @@
+package git
+
+import (
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+)
+
+// Files renders snap as the layout lays it out, path → content, without a
+// repository: what a sink that writes through an API (GitLab) commits.
+// Paths, templates and content are the Git sink's, so the two write the
+// same tree.
+func (l Layout) Files(snap *rows.Snapshot) (map[string][]byte, error) {
+	if l.Mode == "" {
+		if key, ok := manifestKey(snap); ok {
+			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
+		}
+	}
+	out := map[string][]byte{}
+	if l.Mode != "perResource" {
+		data, err := l.renderDocument(snap)
+		if err != nil {
+			return nil, fmt.Errorf("render document: %w", err)
+		}
+		p, err := l.documentFile(snap.Inventory)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = data
+		return out, nil
+	}
+	hashes := make(map[string]plumbing.Hash, len(snap.Rows))
+	rendered := make(map[*rows.Row]renderedFile, len(snap.Rows))
+	for _, r := range snap.Rows {
+		p, err := l.itemPath(snap.Inventory, r)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[p]; dup {
+			return nil, fmt.Errorf("layout collision: two rows render to %s", p)
+		}
+		data, err := l.renderItem(r)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = data
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		hashes[p], rendered[r] = h, renderedFile{path: p, hash: h, size: len(data)}
+	}
+	if l.Index {
+		p, data, err := l.renderIndex(snap, hashes, rendered)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[p]; dup {
+			return nil, fmt.Errorf("layout collision: the index path %s is also an item path", p)
+		}
+		out[p] = data
+	}
+	return out, nil
+}
+
+// BlobID is the Git blob id of content (what GitLab's tree API reports).
+func BlobID(content []byte) string {
+	return plumbing.ComputeHash(plumbing.BlobObject, content).String()
+}
+
+// Message renders the commit subject of an export as the Git sink would.
+func (cfg Config) Message(snap *rows.Snapshot) string {
+	s := &Sink{cfg: cfg.withDefaults()}
+	return s.message(snap)
+}

@@ -1,0 +1,269 @@
+package gitlab
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
+)
+
+// Config is one GitLab sink.
+type Config struct {
+	// BaseURL is the GitLab instance (https://gitlab.example.com), Project
+	// the project's path (group/subgroup/project).
+	BaseURL, Project string
+	// Branch is the branch of direct mode (default main).
+	Branch string
+	// Token is sent as PRIVATE-TOKEN.
+	Token string
+	// Git is the layout, commit message templates and author: what the Git
+	// sink would write, so both write the same tree.
+	Git git.Config
+	// MergeRequest mode commits to BranchPrefix/<namespace>/<name>
+	// (default prefix kollect), started from TargetBranch, and keeps one
+	// merge request open into TargetBranch titled TitleTemplate
+	// ({namespace}, {name}).
+	MergeRequest                              bool
+	TargetBranch, BranchPrefix, TitleTemplate string
+	// HTTPClient dials through the endpoint guard.
+	HTTPClient *http.Client
+}
+
+// Sink exports snapshots to a GitLab project.
+type Sink struct {
+	cfg Config
+	api *api
+}
+
+// New checks cfg and returns its sink.
+func New(cfg Config) (*Sink, error) {
+	if cfg.BaseURL == "" || cfg.Project == "" {
+		return nil, sinks.Permanent(errors.New("gitlab: the endpoint must name the instance and the project (https://gitlab.example.com/group/project)"))
+	}
+	if cfg.Token == "" {
+		return nil, sinks.Permanent(errors.New("gitlab: the Secret has no token (key token or password): GitLab's API needs one"))
+	}
+	if cfg.Branch == "" {
+		cfg.Branch = "main"
+	}
+	if cfg.MergeRequest && cfg.TargetBranch == "" {
+		return nil, sinks.Permanent(errors.New("gitlab: mergeRequest mode needs mergeRequest.targetBranch"))
+	}
+	if cfg.BranchPrefix == "" {
+		cfg.BranchPrefix = "kollect"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Git.CommitMessage == "" {
+		cfg.Git.CommitMessage = "kollect: export inventory {namespace}/{name} ({itemCount} items)"
+	}
+	if cfg.Git.AuthorName == "" {
+		cfg.Git.AuthorName, cfg.Git.AuthorEmail = "kollect", "kollect@kollect.dev"
+	}
+	return &Sink{cfg: cfg, api: &api{base: strings.TrimRight(cfg.BaseURL, "/"), project: cfg.Project, token: cfg.Token, client: cfg.HTTPClient}}, nil
+}
+
+// ParseEndpoint splits https://host[:port]/group/project[.git][#[branch=]name].
+func ParseEndpoint(raw string) (base, project, branch string, err error) {
+	rest, frag, _ := strings.Cut(raw, "#")
+	scheme, hostPath, ok := strings.Cut(rest, "://")
+	if !ok || (scheme != "https" && scheme != "http") {
+		return "", "", "", fmt.Errorf("gitlab endpoint %q: want https://host/group/project", raw)
+	}
+	host, p, _ := strings.Cut(hostPath, "/")
+	p = strings.TrimSuffix(strings.Trim(p, "/"), ".git")
+	if host == "" || p == "" || strings.Contains(host, "@") {
+		return "", "", "", fmt.Errorf("gitlab endpoint %q: want https://host/group/project (credentials go in the Secret)", raw)
+	}
+	return scheme + "://" + host, p, strings.TrimPrefix(frag, "branch="), nil
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// ownedPath records the files the sink wrote for an inventory, in the
+// branch itself (committed with them).
+func (s *Sink) ownedPath(id rows.Identity) string {
+	part := func(v string) string {
+		v = strings.Trim(unsafe.ReplaceAllString(v, "-"), ".-")
+		if v == "" {
+			return "-"
+		}
+		return v
+	}
+	cluster := s.cfg.Git.Layout.Cluster
+	if cluster == "" {
+		cluster = "default"
+	}
+	return path.Join(".kollect", "owned", part(cluster), part(id.Namespace), part(id.Name)+".json")
+}
+
+func (s *Sink) branch(id rows.Identity) string {
+	if !s.cfg.MergeRequest {
+		return s.cfg.Branch
+	}
+	return s.cfg.BranchPrefix + "/" + unsafe.ReplaceAllString(id.Namespace, "-") + "/" + unsafe.ReplaceAllString(id.Name, "-")
+}
+
+// Export makes the branch hold snap's files in one commit.
+func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	ack, err := s.export(ctx, snap, false)
+	if err != nil && errors.Is(err, sinks.ErrPermanent) && strings.Contains(err.Error(), "400") {
+		// The branch changed under us (a file created or removed by hand):
+		// list it again and rebuild the commit once.
+		ack, err = s.export(ctx, snap, true)
+	}
+	return ack, err
+}
+
+func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, relist bool) (sinks.Ack, error) {
+	id := snap.Inventory
+	br := s.branch(id)
+	_, err := s.api.branch(ctx, br)
+	exists := err == nil
+	if err != nil && !errors.Is(err, errNotFound) {
+		return sinks.Ack{}, err
+	}
+	start := ""
+	if !exists && s.cfg.MergeRequest {
+		start = s.cfg.TargetBranch
+	}
+	files := map[string][]byte{} // an empty snapshot removes every file the sink wrote
+	if len(snap.Rows) > 0 {
+		var err error
+		if files, err = s.cfg.Git.Layout.Files(snap); err != nil {
+			return sinks.Ack{}, sinks.Permanent(err)
+		}
+	}
+	ownedPath := s.ownedPath(id)
+	if _, clash := files[ownedPath]; clash {
+		return sinks.Ack{}, sinks.Permanent(fmt.Errorf("the layout writes %s, the file where the sink records what it owns: change the path template", ownedPath))
+	}
+	// owned: path → blob id of what this sink last wrote for the inventory.
+	var owned map[string]string
+	var last ownedRecord
+	var present map[string]string // what the branch holds, when owned is unknown
+	var record []byte             // the record as the branch holds it, nil when none
+	ref := br
+	if !exists {
+		ref = start
+	}
+	if ref != "" {
+		raw, err := s.api.rawFile(ctx, ref, ownedPath)
+		if err == nil {
+			record = raw
+		}
+		switch {
+		case err == nil && !relist:
+			if err := json.Unmarshal(raw, &last); err != nil {
+				return sinks.Ack{}, sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%v): remove it", ownedPath, ref, err))
+			}
+			owned = last.Files
+			if exists && last.Checksum == snap.Checksum && len(snap.Rows) > 0 {
+				return sinks.Ack{Rows: len(snap.Rows)}, nil // the branch holds this export already
+			}
+		case err == nil || errors.Is(err, errNotFound):
+			if present, err = s.api.tree(ctx, ref, ""); err != nil {
+				return sinks.Ack{}, err
+			}
+			if raw != nil && json.Unmarshal(raw, &last) == nil {
+				owned = last.Files
+			}
+		default:
+			return sinks.Ack{}, err
+		}
+	}
+	exist := func(p string) bool {
+		if present != nil {
+			_, ok := present[p]
+			return ok
+		}
+		_, ok := owned[p]
+		return ok
+	}
+	next := make(map[string]string, len(files))
+	var actions []action
+	var bytes int64
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		content := files[p]
+		blob := git.BlobID(content)
+		next[p] = blob
+		if (present != nil && present[p] == blob) || (present == nil && owned[p] == blob) {
+			continue
+		}
+		a := action{Action: "create", FilePath: p, Content: base64.StdEncoding.EncodeToString(content), Encoding: "base64"}
+		if exist(p) {
+			a.Action = "update"
+		}
+		actions = append(actions, a)
+		bytes += int64(len(content))
+	}
+	gone := make([]string, 0)
+	for p := range owned {
+		if _, keep := next[p]; !keep && exist(p) {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		actions = append(actions, action{Action: "delete", FilePath: p})
+	}
+	written := len(actions)
+	nextRecord, _ := json.Marshal(ownedRecord{Checksum: snap.Checksum, Files: next}) // keys sorted: stable bytes
+	switch {
+	case len(files) == 0:
+		if record != nil {
+			actions = append(actions, action{Action: "delete", FilePath: ownedPath})
+		}
+	case record == nil:
+		actions = append(actions, action{Action: "create", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64"})
+	case string(record) != string(nextRecord):
+		actions = append(actions, action{Action: "update", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64"})
+	}
+	ack := sinks.Ack{Rows: len(snap.Rows), Written: written, Bytes: bytes}
+	if len(actions) == 0 {
+		return ack, nil
+	}
+	commit, err := s.api.commit(ctx, commitRequest{Branch: br, StartBranch: start, Message: s.cfg.Git.Message(snap),
+		AuthorName: s.cfg.Git.AuthorName, AuthorEmail: s.cfg.Git.AuthorEmail, Actions: actions})
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	ack.Changed, ack.Revision = true, commit
+	if s.cfg.MergeRequest {
+		title := s.cfg.TitleTemplate
+		if title == "" {
+			title = "kollect inventory export: {namespace}/{name}"
+		}
+		title = strings.NewReplacer("{namespace}", id.Namespace, "{name}", id.Name).Replace(title)
+		if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, title); err != nil {
+			return sinks.Ack{}, fmt.Errorf("committed %s, but the merge request: %w", commit, err)
+		}
+	}
+	return ack, nil
+}
+
+// ownedRecord is what the sink commits beside an inventory's files: the
+// checksum of the snapshot they hold and each file's blob id.
+type ownedRecord struct {
+	Checksum string            `json:"checksum"`
+	Files    map[string]string `json:"files"`
+}
+
+// Probe checks that the project exists and the token reaches it.
+func (s *Sink) Probe(ctx context.Context) error { return s.api.projectInfo(ctx) }
