@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
 # test-deps.sh: installs what the tests start on loopback and that the Go
-# module proxy cannot provide, from Debian's packages: PostgreSQL's server
+# module proxy cannot provide: from Debian's packages, PostgreSQL's server
 # (the Postgres sink tests) and Prometheus with promtool (the metrics
-# scrape and alert-rule tests). NATS and Kafka run in-process from Go
-# modules. Skipped when the binaries are already there.
+# scrape and alert-rule tests); from npm, Azurite (the Azure Blob sink
+# tests), cached per user with the link azurite-current the tests follow.
+# NATS, Kafka, S3, GCS and GitLab run in-process from Go modules. Skipped
+# when everything is already there.
 set -euo pipefail
+
+azurite_version=3.35.0
+cache="${KOLLECT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kollect}"
+azurite_dir="$cache/azurite-$azurite_version"
+have_azurite() { [ -x "$azurite_dir/node_modules/.bin/azurite-blob" ] && command -v node >/dev/null 2>&1; }
+install_azurite() {
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "test-deps: npm is missing; install Node.js (Debian: nodejs npm)" >&2
+		return 1
+	fi
+	echo "test-deps: installing Azurite $azurite_version (npm)" >&2
+	mkdir -p "$azurite_dir"
+	npm install --prefix "$azurite_dir" --no-audit --no-fund --silent "azurite@$azurite_version" >&2
+	have_azurite
+}
+have_azurite || install_azurite
+ln -sfn "$azurite_dir" "$cache/azurite-current"
 
 have_postgres() {
 	for d in /usr/lib/postgresql/*/bin; do

@@ -17,7 +17,7 @@ cached() { ENVTEST_ASSETS_CHECK=1 bash "$here/envtest-assets.sh" "$assets" etcd 
 if cached; then est="cached"; else est="first time: about 6 min on 2 cores, then cached"; fi
 step "etcd and kube-apiserver, the control plane the tests run" "$est" bash "$here/envtest-assets.sh" "$assets" etcd kube-apiserver
 
-step "PostgreSQL and Prometheus, the test servers Go cannot build" "first time: about 1 min from Debian's packages; then seconds" \
+step "PostgreSQL, Prometheus (Debian) and Azurite (npm): the test servers Go cannot build" "first time: about 1 to 2 min; then seconds" \
 	bash "$here/test-deps.sh"
 
 step "helm, for the chart's tests and make generate" "first time: about 3 min on 2 cores; then seconds" bash "$here/helm.sh" "$helm"

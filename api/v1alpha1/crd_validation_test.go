@@ -132,7 +132,7 @@ postgres: {databaseRef: {name: dsn}, table: t}
 mongodb: {databaseRef: {name: uri}, database: d, collection: c}
 `, []string{"spec.mongodb", "only valid with type mongodb"}},
 		{"snapshot sink of unknown type", "KollectSnapshotSink", `
-type: azureblob
+type: ftp
 `, []string{"spec.type", "Unsupported value"}},
 		{"snapshot sink without type or git block", "KollectSnapshotSink", `
 endpoint: s3://bucket

@@ -8,15 +8,16 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.type) || has(self.git)",message="spec.type is required (git, gitlab, s3 or gcs); it may be omitted only when spec.git is set",fieldPath=".type"
 // +kubebuilder:validation:XValidation:rule="!has(self.git) || !has(self.type) || self.type == 'git'",message="spec.git is only valid with type git",fieldPath=".git"
 // +kubebuilder:validation:XValidation:rule="!has(self.gitlab) || (has(self.type) && self.type == 'gitlab')",message="spec.gitlab is only valid with type gitlab",fieldPath=".gitlab"
-// +kubebuilder:validation:XValidation:rule="!has(self.objectStore) || (has(self.type) && (self.type == 's3' || self.type == 'gcs'))",message="spec.objectStore is only valid with type s3 or gcs",fieldPath=".objectStore"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectStore) || (has(self.type) && (self.type == 's3' || self.type == 'gcs' || self.type == 'azureblob'))",message="spec.objectStore is only valid with type s3, gcs or azureblob",fieldPath=".objectStore"
 // +kubebuilder:validation:XValidation:rule="!has(self.http)",message="spec.http is reserved and not valid for any sink type",fieldPath=".http"
 // +kubebuilder:validation:XValidation:rule="!has(self.layout) || !has(self.type) || self.type == 'git' || self.type == 'gitlab' || (!has(self.layout.content) && !has(self.layout.index) && !has(self.layout.filename))",message="spec.layout: object stores read only mode (document, split, perResource) and pathTemplate; content, index and filename are for git and gitlab",fieldPath=".layout"
 // +kubebuilder:validation:XValidation:rule="!has(self.serialization) || !has(self.serialization.format) || ((!has(self.type) || self.type == 'git' || self.type == 'gitlab') ? self.serialization.format in ['json', 'yaml', 'ndjson'] : self.serialization.format in ['json', 'parquet', 'csv', 'ndjson'])",message="serialization.format does not fit the sink type: git and gitlab write json, yaml or ndjson; object stores (s3, gcs, azureblob) write json, ndjson, csv or parquet",fieldPath=".serialization.format"
 type KollectSnapshotSinkSpec struct {
-	// type of the backend: git, gitlab, s3 or gcs. May be omitted when a git
-	// block is present (then git is assumed).
+	// type of the backend: git, gitlab, s3, gcs or azureblob (a Kollect
+	// addition). May be omitted when a git block is present (then git is
+	// assumed).
 	// +optional
-	// +kubebuilder:validation:Enum=git;gitlab;s3;gcs
+	// +kubebuilder:validation:Enum=git;gitlab;s3;gcs;azureblob
 	Type string `json:"type,omitempty"`
 
 	SinkCommonFields `json:",inline"`

@@ -1,6 +1,7 @@
 package objectstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -237,7 +238,7 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, err
 			return sinks.Ack{}, sinks.Permanent(err)
 		}
 		opts := &blob.WriterOptions{ContentType: contentType(s.cfg.Format), ContentEncoding: s.enc.contentEncoding()}
-		if err := s.cfg.Bucket.WriteAll(ctx, o.key, body, opts); err != nil {
+		if err := s.put(ctx, o.key, body, opts); err != nil {
 			return sinks.Ack{}, fmt.Errorf("write %s: %w", o.key, err)
 		}
 		ack.Written += len(o.rows)
@@ -395,10 +396,18 @@ func (s *Store) writeJSON(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Bucket.WriteAll(ctx, key, b, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+	if err := s.put(ctx, key, b, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil
+}
+
+// put writes one object from memory. It uploads from a reader rather than
+// through a streaming writer: gocloud's Azure writer dereferences a nil
+// pipe when an upload fails (gocloud.dev v0.47), and one request per
+// object is all an export needs.
+func (s *Store) put(ctx context.Context, key string, body []byte, opts *blob.WriterOptions) error {
+	return s.cfg.Bucket.Upload(ctx, key, bytes.NewReader(body), opts)
 }
 
 func (s *Store) deleteAll(ctx context.Context, ks []string) error {

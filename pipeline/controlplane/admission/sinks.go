@@ -68,7 +68,7 @@ func (o Options) endpoint(field, raw string) []string {
 // snapshotSink: endpoint guard (bucket URIs carry no host), warnings.
 func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
-	if ep := s.Spec.Endpoint; strings.Contains(ep, "://") && !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") {
+	if ep := s.Spec.Endpoint; strings.Contains(ep, "://") && !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") && !strings.HasPrefix(ep, "azblob://") {
 		problems = append(problems, o.endpoint("spec.endpoint", ep)...) // a bucket URI or a bare bucket carries no host
 	}
 	if g := s.Spec.Git; g != nil {
@@ -83,7 +83,7 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 			"unless the sink is annotated %s: \"true\" (development servers only)", git.AllowPlainHTTPCredentials))
 	}
 	typ := s.Spec.Type
-	if typ == "s3" || typ == "gcs" {
+	if typ == "s3" || typ == "gcs" || typ == "azureblob" {
 		w, p := objectStoreSink(s)
 		warnings, problems = append(warnings, w...), append(problems, p...)
 	}

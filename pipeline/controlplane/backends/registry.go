@@ -62,6 +62,7 @@ func Types() []Type {
 		gitlabType(),
 		s3Type(),
 		gcsType(),
+		azureType(),
 		postgresType(),
 		natsType(),
 		kafkaType(),

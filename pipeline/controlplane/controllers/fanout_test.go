@@ -25,6 +25,7 @@ import (
 	"kollect.dev/kollect/sinks/gitlab/gitlabtest"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/objectstore/azuretest"
 	"kollect.dev/kollect/sinks/objectstore/gcstest"
 	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
@@ -132,6 +133,10 @@ func TestOnePipelineManySinks(t *testing.T) {
 	}
 	gcs := gcstest.Start(t)
 	gcs.CreateBucket("fanout")
+	az := azuretest.Start(t)
+	if err := az.CreateContainer(ctx, "fanout"); err != nil {
+		t.Fatal(err)
+	}
 	lab := gitlabtest.Start(t)
 	lab.CreateProject("platform/fanout")
 	bare := filepath.Join(t.TempDir(), "fanout.git")
@@ -210,14 +215,31 @@ spec:
   secretRef: {name: gitlab-token}
   serialization: {format: json}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: azure-key, namespace: fanout}
+stringData: {accountName: '%s', accountKey: '%s'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: blob
+  namespace: fanout
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: azureblob
+  endpoint: '%s/%s/fanout'
+  secretRef: {name: azure-key}
+  objectStore: {format: parquet}
+---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectInventory
 metadata: {name: inventory, namespace: fanout}
 spec:
-  snapshotSinkRefs: [git, bucket, gcs, lab]
+  snapshotSinkRefs: [git, bucket, gcs, lab, blob]
   databaseSinkRefs: [warehouse]
   eventSinkRefs: [bus, log]
-`, pg.DSN(""), ns.URL(), kf.Brokers()[0], s3test.AccessKey, s3test.SecretKey, s3.URL, gcs.URL, gitlabtest.Token, lab.URL))
+`, pg.DSN(""), ns.URL(), kf.Brokers()[0], s3test.AccessKey, s3test.SecretKey, s3.URL, gcs.URL, gitlabtest.Token, lab.URL, azuretest.Account, azuretest.Key, az.URL, azuretest.Account))
 
 	natsMessages := func() []eventBody {
 		ms, err := natstest.ReadAll(ctx, ns.URL(), "kollect_events")
@@ -288,6 +310,22 @@ spec:
 		body, ok := lab.Files("platform/fanout", "main")["inventory/fanout/inventory.json"]
 		return envelopeImages(body, ok)
 	}
+	azureObjects := func() (int, error) {
+		c, err := az.Client()
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		pager := c.NewListBlobsFlatPager("fanout", nil)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				return 0, err
+			}
+			n += len(page.Segment.BlobItems)
+		}
+		return n, nil
+	}
 	same := func(want images) func() error {
 		return func() error {
 			g, err := gitImages(bare, "fanout-apps")
@@ -337,7 +375,7 @@ spec:
 			m := e.(map[string]any)
 			got[fmt.Sprint(m["name"])] = fmt.Sprintf("%v/%v", m["exportedCount"], m["circuit"])
 		}
-		want := map[string]string{"snapshot/git": "2/Closed", "snapshot/bucket": "2/Closed", "snapshot/gcs": "2/Closed", "snapshot/lab": "2/Closed",
+		want := map[string]string{"snapshot/git": "2/Closed", "snapshot/bucket": "2/Closed", "snapshot/gcs": "2/Closed", "snapshot/lab": "2/Closed", "snapshot/blob": "2/Closed",
 			"database/warehouse": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
 		if !maps.Equal(got, want) {
 			return fmt.Errorf("sinkExports %v", got)
@@ -349,7 +387,7 @@ spec:
 			return fmt.Errorf("nats sink ConnectionVerified=%s %s", s, m)
 		}
 		for name, msg := range map[string]string{"bucket": "bucket reachable with these credentials", "gcs": "bucket reachable with these credentials",
-			"lab": "GitLab project reachable with this token"} {
+			"lab": "GitLab project reachable with this token", "blob": "container reachable with these credentials"} {
 			if s, _, m := condition(get(t, "KollectSnapshotSink", "fanout", name), "ConnectionVerified"); s != "True" || m != msg {
 				return fmt.Errorf("%s sink ConnectionVerified=%s %s", name, s, m)
 			}
@@ -412,6 +450,9 @@ spec:
 		// The bucket keeps nothing of the inventory, manifest included.
 		if objs, err := s3.Objects(ctx, "fanout", ""); err != nil || len(objs) != 0 {
 			t.Errorf("s3 after deletion: %d objects (%v)", len(objs), err)
+		}
+		if n, err := azureObjects(); err != nil || n != 0 {
+			t.Errorf("azure after deletion: %d blobs (%v)", n, err)
 		}
 		// GitLab: one commit per export, the last one removing the files.
 		if files := lab.Files("platform/fanout", "main"); len(files) != 0 {

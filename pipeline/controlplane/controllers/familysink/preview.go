@@ -51,9 +51,16 @@ func RenderPreview(obj client.Object) (*kollectv1alpha1.SinkPreviewStatus, error
 		if typ == "" {
 			typ = "git"
 		}
-		if typ == "s3" || typ == "gcs" {
-			scheme := map[string]string{"s3": "s3", "gcs": "gs"}[typ]
-			e, err := objectstore.ParseEndpoint(s.Spec.Endpoint, scheme)
+		if typ == "s3" || typ == "gcs" || typ == "azureblob" {
+			var e objectstore.Endpoint
+			var err error
+			if typ == "azureblob" {
+				var t objectstore.AzureTarget
+				t, err = objectstore.ParseAzure(s.Spec.Endpoint, map[string][]byte{"accountName": []byte("account")})
+				e = objectstore.Endpoint{Bucket: t.Container, Prefix: t.Prefix}
+			} else {
+				e, err = objectstore.ParseEndpoint(s.Spec.Endpoint, map[string]string{"s3": "s3", "gcs": "gs"}[typ])
+			}
 			if err != nil {
 				return nil, err
 			}
