@@ -3,7 +3,8 @@
 # module proxy cannot provide: from Debian's packages, PostgreSQL's server
 # (the Postgres sink tests) and Prometheus with promtool (the metrics
 # scrape and alert-rule tests); from npm, Azurite (the Azure Blob sink
-# tests), cached per user with the link azurite-current the tests follow.
+# tests) and DuckDB's Node API (reading back Parquet), cached per user
+# with the links azurite-current and duckdb-current the tests follow.
 # NATS, Kafka, S3, GCS and GitLab run in-process from Go modules. Skipped
 # when everything is already there.
 set -euo pipefail
@@ -24,6 +25,17 @@ install_azurite() {
 }
 have_azurite || install_azurite
 ln -sfn "$azurite_dir" "$cache/azurite-current"
+
+# DuckDB (its Node API ships its own binary) reads back the Parquet the
+# object-store sinks write.
+duckdb_version=1.5.6-r.1
+duckdb_dir="$cache/duckdb-$duckdb_version"
+if [ ! -d "$duckdb_dir/node_modules/@duckdb/node-api" ]; then
+	echo "test-deps: installing DuckDB's Node API $duckdb_version (npm)" >&2
+	mkdir -p "$duckdb_dir"
+	npm install --prefix "$duckdb_dir" --no-audit --no-fund --silent "@duckdb/node-api@$duckdb_version" >&2
+fi
+ln -sfn "$duckdb_dir" "$cache/duckdb-current"
 
 have_postgres() {
 	for d in /usr/lib/postgresql/*/bin; do

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/objectstore/azuretest"
@@ -45,42 +44,21 @@ func TestAzureConformance(t *testing.T) {
 				return b, enc, true
 			}
 			creds := map[string][]byte{"accountName": []byte(azuretest.Account), "accountKey": []byte(azuretest.Key)}
-			sinktest.Run(t, sinktest.Harness{
-				WholeObjects: true,
-				New: func(t *testing.T, cluster string) sinks.Backend {
-					target, err := objectstore.ParseAzure(srv.URL+"/"+azuretest.Account+"/"+ctr+"/fleet", creds)
-					if err != nil {
-						t.Fatal(err)
-					}
-					hc, err := sinks.HTTPClient(nil, nil, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, redact, err := objectstore.OpenAzure(context.Background(), target, creds, hc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					st, err := objectstore.New(objectstore.Config{Bucket: b, Name: target.ContainerURL, Prefix: target.Prefix, Cluster: cluster, Redact: redact,
-						Format: c.format, Compression: c.compression, Layout: c.layout, PathTemplate: c.template})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(st.Close)
-					return sinks.Whole(st)
-				},
-				State: func(t *testing.T, id rows.Identity, cluster string) []string {
-					return state(t, get, "fleet", id, cluster)
-				},
-				Version: func(t *testing.T, id rows.Identity, cluster string) string {
-					return version(t, get, "fleet", id, cluster)
-				},
-				Stop: func(*testing.T) { srv.Stop() },
-				Start: func(t *testing.T) {
-					if err := srv.Restart(); err != nil {
-						t.Fatal(err)
-					}
-				},
-			})
+			sinktest.Run(t, harness(c, get, func(t *testing.T) *objectstore.Config {
+				target, err := objectstore.ParseAzure(srv.URL+"/"+azuretest.Account+"/"+ctr, creds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hc, err := sinks.HTTPClient(nil, nil, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, redact, err := objectstore.OpenAzure(context.Background(), target, creds, hc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &objectstore.Config{Bucket: b, Name: target.ContainerURL, Redact: redact}
+			}, srv))
 		})
 	}
 }

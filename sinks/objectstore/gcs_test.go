@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/objectstore/gcstest"
@@ -27,38 +26,17 @@ func TestGCSConformance(t *testing.T) {
 				}
 				return b, enc, true
 			}
-			sinktest.Run(t, sinktest.Harness{
-				WholeObjects: true,
-				New: func(t *testing.T, cluster string) sinks.Backend {
-					hc, err := sinks.HTTPClient(nil, nil, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, err := objectstore.OpenGCS(context.Background(), objectstore.Endpoint{BaseURL: srv.URL, Bucket: bucket}, nil, hc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					st, err := objectstore.New(objectstore.Config{Bucket: b, Name: "gs://" + bucket, Prefix: "fleet", Cluster: cluster,
-						Format: c.format, Compression: c.compression, Layout: c.layout, PathTemplate: c.template})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(st.Close)
-					return sinks.Whole(st)
-				},
-				State: func(t *testing.T, id rows.Identity, cluster string) []string {
-					return state(t, get, "fleet", id, cluster)
-				},
-				Version: func(t *testing.T, id rows.Identity, cluster string) string {
-					return version(t, get, "fleet", id, cluster)
-				},
-				Stop: func(*testing.T) { srv.Stop() },
-				Start: func(t *testing.T) {
-					if err := srv.Restart(); err != nil {
-						t.Fatal(err)
-					}
-				},
-			})
+			sinktest.Run(t, harness(c, get, func(t *testing.T) *objectstore.Config {
+				hc, err := sinks.HTTPClient(nil, nil, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := objectstore.OpenGCS(context.Background(), objectstore.Endpoint{BaseURL: srv.URL, Bucket: bucket}, nil, hc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &objectstore.Config{Bucket: b, Name: "gs://" + bucket}
+			}, srv))
 		})
 	}
 }

@@ -69,32 +69,45 @@ func TestS3Conformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			newCfg := open(t, srv, bucket, "fleet")
-			sinktest.Run(t, sinktest.Harness{
-				WholeObjects: c.layout != "perResource",
-				New: func(t *testing.T, cluster string) sinks.Backend {
-					cfg := newCfg()
-					cfg.Cluster, cfg.Format, cfg.Compression, cfg.Layout, cfg.PathTemplate = cluster, c.format, c.compression, c.layout, c.template
-					st, err := objectstore.New(*cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(st.Close)
-					return sinks.Whole(st)
-				},
-				State: func(t *testing.T, id rows.Identity, cluster string) []string {
-					return state(t, s3Read(srv, bucket), "fleet", id, cluster)
-				},
-				Version: func(t *testing.T, id rows.Identity, cluster string) string {
-					return version(t, s3Read(srv, bucket), "fleet", id, cluster)
-				},
-				Stop: func(*testing.T) { srv.Stop() },
-				Start: func(t *testing.T) {
-					if err := srv.Restart(); err != nil {
-						t.Fatal(err)
-					}
-				},
-			})
+			sinktest.Run(t, harness(c, s3Read(srv, bucket), func(t *testing.T) *objectstore.Config { return newCfg() }, srv))
 		})
+	}
+}
+
+// restartable is a test server an outage can stop and restart.
+type restartable interface {
+	Stop()
+	Restart() error
+}
+
+// harness runs the conformance suite on a bucket: open gives a fresh
+// store configuration (bucket, prefix "fleet", redaction) for each new
+// backend; c says how it writes; get reads the bucket back.
+func harness(c config, get read, open func(t *testing.T) *objectstore.Config, srv restartable) sinktest.Harness {
+	return sinktest.Harness{
+		WholeObjects: c.layout != "perResource",
+		New: func(t *testing.T, cluster string) sinks.Backend {
+			cfg := open(t)
+			cfg.Prefix, cfg.Cluster, cfg.Format, cfg.Compression, cfg.Layout, cfg.PathTemplate = "fleet", cluster, c.format, c.compression, c.layout, c.template
+			st, err := objectstore.New(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			return sinks.Whole(st)
+		},
+		State: func(t *testing.T, id rows.Identity, cluster string) []string {
+			return state(t, get, "fleet", id, cluster)
+		},
+		Version: func(t *testing.T, id rows.Identity, cluster string) string {
+			return version(t, get, "fleet", id, cluster)
+		},
+		Stop: func(*testing.T) { srv.Stop() },
+		Start: func(t *testing.T) {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // The development account every Azurite accepts.
@@ -49,20 +51,7 @@ func Binary() (string, error) {
 	if p := os.Getenv("KOLLECT_AZURITE"); p != "" {
 		return p, nil
 	}
-	cache := os.Getenv("KOLLECT_CACHE_DIR")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "kollect")
-	}
-	p := filepath.Join(cache, "azurite-current", "node_modules", ".bin", "azurite-blob")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("azurite-blob not found at %s: run make test-deps (it installs Azurite from npm)", p)
-	}
-	return p, nil
+	return sinktest.CachedTool(filepath.Join("azurite-current", "node_modules", ".bin", "azurite-blob"))
 }
 
 // Start runs Azurite for the test, or fails it: a missing server is an

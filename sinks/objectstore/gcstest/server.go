@@ -5,13 +5,11 @@
 package gcstest
 
 import (
-	"errors"
-	"net"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+
+	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TB is the part of testing.TB Start needs.
@@ -26,49 +24,27 @@ type Server struct {
 	// URL is the endpoint (http://127.0.0.1:port); a sink reaches a bucket
 	// at URL/bucket.
 	URL  string
-	addr string
 	fake *fakestorage.Server
-
-	mu  sync.Mutex
-	srv *http.Server
+	*sinktest.Server
 }
 
 // Start runs a server for the test and stops it at the end.
 func Start(tb TB) *Server {
 	tb.Helper()
-	s, err := New()
+	// The public host is how clients reach it (upload and media links), so
+	// the handler is built once the port is known.
+	var fake *fakestorage.Server
+	srv, err := sinktest.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fake.HTTPHandler().ServeHTTP(w, r) }))
 	if err != nil {
 		tb.Fatalf("gcstest: %v", err)
 	}
-	tb.Cleanup(s.Close)
-	return s
-}
-
-// New runs a server; Close stops it.
-func New() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fake, err = fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: srv.Addr})
 	if err != nil {
-		return nil, err
+		srv.Stop()
+		tb.Fatalf("gcstest: %v", err)
 	}
-	addr := ln.Addr().String()
-	// The public host is how clients reach it: upload and media links
-	// point there.
-	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: addr})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	s := &Server{URL: "http://" + addr, addr: addr, fake: fake}
-	s.serve(ln)
-	return s, nil
-}
-
-func (s *Server) serve(ln net.Listener) {
-	srv := &http.Server{Handler: s.fake.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	s.srv = srv
-	s.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
+	tb.Cleanup(func() { srv.Stop(); fake.Stop() })
+	return &Server{URL: "http://" + srv.Addr, fake: fake, Server: srv}
 }
 
 // CreateBucket makes a bucket.
@@ -83,35 +59,4 @@ func (s *Server) Object(bucket, name string) ([]byte, string, error) {
 		return nil, "", err
 	}
 	return o.Content, o.ContentEncoding, nil
-}
-
-// Stop takes the server down; its data stays.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
-	s.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
-	}
-}
-
-// Restart brings a stopped server back on the same port.
-func (s *Server) Restart() error {
-	var err error
-	for range 50 {
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			s.serve(ln)
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.Join(errors.New("gcstest: cannot listen again on "+s.addr), err)
-}
-
-// Close stops the server for good.
-func (s *Server) Close() {
-	s.Stop()
-	s.fake.Stop()
 }

@@ -2,16 +2,13 @@ package clusterinventory_test
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,6 +17,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/clusterinventory"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/endpoint"
@@ -40,18 +38,10 @@ func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
 }
 func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
 
-// noDNS answers every name with a documentation address: nothing is
-// resolved or dialled.
-func noDNS(context.Context, string) ([]netip.Addr, error) {
-	return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
-}
-
 // The failure paths of a cluster inventory: what the engine is asked to do
 // and the status written.
 func TestReconcilerFailurePaths(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kollectv1alpha1.AddToScheme(scheme)
+	scheme := controllertest.Scheme()
 	ci := func(mut func(*kollectv1alpha1.KollectClusterInventory)) *kollectv1alpha1.KollectClusterInventory {
 		c := &kollectv1alpha1.KollectClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}
 		c.Spec.ExportMinInterval = "30s"
@@ -89,7 +79,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectClusterInventory{}).Build()
 			eng := &fakeEngine{}
 			r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
-				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: noDNS})}}}
+				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 			key := types.NamespacedName{Name: "fleet"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
@@ -115,15 +105,13 @@ func TestReconcilerFailurePaths(t *testing.T) {
 // Deleting a cluster inventory whose sinks are gone releases it at once:
 // there is nothing to clean up, and the finalizer must not hold it.
 func TestDeletionWithoutSinksReleases(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kollectv1alpha1.AddToScheme(scheme)
+	scheme := controllertest.Scheme()
 	obj := &kollectv1alpha1.KollectClusterInventory{ObjectMeta: metav1.ObjectMeta{Name: "fleet",
 		Finalizers: []string{clusterinventory.Finalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(obj).Build()
 	eng := &fakeEngine{}
 	r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
-		Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: noDNS})}}}
+		Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -19,8 +16,8 @@ import (
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/clustertarget"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 )
 
@@ -33,22 +30,10 @@ func (e *fakeEngine) UpsertTarget(_ context.Context, s engine.TargetSpec) error 
 func (e *fakeEngine) RemoveTarget(r messages.TargetRef) { e.calls = append(e.calls, "remove "+r.Name) }
 func (e *fakeEngine) FreezeTarget(r messages.TargetRef) { e.calls = append(e.calls, "freeze "+r.Name) }
 
-type namespaces []string
-
-func (n namespaces) NamespaceNames() []string                              { return n }
-func (n namespaces) WatchNamespaces(string, informers.NamespaceSubscriber) {}
-func (n namespaces) Namespace(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetName(name)
-	return u
-}
-
 // The failure paths of a cluster target: what the engine is asked to do
 // (collect, stop and drop the rows, or freeze them) and the status written.
 func TestReconcilerFailurePaths(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kollectv1alpha1.AddToScheme(scheme)
+	scheme := controllertest.Scheme()
 	profile := &kollectv1alpha1.KollectProfile{ObjectMeta: metav1.ObjectMeta{Name: "deployments", Namespace: "platform"},
 		Spec: kollectv1alpha1.KollectProfileSpec{TargetGVK: kollectv1alpha1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 			Attributes: []kollectv1alpha1.ProfileAttribute{{Name: "replicas", Path: "$.spec.replicas"}}}}
@@ -85,7 +70,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectClusterTarget{}).Build()
 			eng := &fakeEngine{}
-			r := &clustertarget.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second), Namespaces: namespaces{"a", "b"}}
+			r := &clustertarget.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second), Namespaces: controllertest.Namespaces{"a", "b"}}
 			key := types.NamespacedName{Name: "all"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)

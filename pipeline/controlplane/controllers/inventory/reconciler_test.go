@@ -2,7 +2,6 @@ package inventory_test
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,6 +17,7 @@ import (
 	"kollect.dev/kollect/actors/engine"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/endpoint"
@@ -38,9 +36,7 @@ func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
 func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
 
 func TestReconcilerFailurePaths(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kollectv1alpha1.AddToScheme(scheme)
+	scheme := controllertest.Scheme()
 	inv := func(mut func(*kollectv1alpha1.KollectInventory)) *kollectv1alpha1.KollectInventory {
 		i := &kollectv1alpha1.KollectInventory{ObjectMeta: metav1.ObjectMeta{Name: "inv", Namespace: "team-a"}}
 		i.Spec.ExportMinInterval = "30s"
@@ -77,7 +73,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectInventory{}).Build()
 			eng := &fakeEngine{}
 			r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
-				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: noDNS})}}}
+				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "inv"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
@@ -99,10 +95,4 @@ func TestReconcilerFailurePaths(t *testing.T) {
 			}
 		})
 	}
-}
-
-// noDNS answers every name with a documentation address: the test neither
-// resolves nor dials anything.
-func noDNS(context.Context, string) ([]netip.Addr, error) {
-	return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
 }

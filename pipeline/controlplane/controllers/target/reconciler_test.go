@@ -9,10 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,7 +18,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	tgtpkg "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/pipeline/controlplane/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 )
@@ -36,21 +33,8 @@ func (e *fakeEngine) UpsertTarget(_ context.Context, s engine.TargetSpec) error 
 func (e *fakeEngine) RemoveTarget(r messages.TargetRef) { e.calls = append(e.calls, "remove "+r.Name) }
 func (e *fakeEngine) FreezeTarget(r messages.TargetRef) { e.calls = append(e.calls, "freeze "+r.Name) }
 
-// namespaces is a fixed namespace cache.
-type namespaces []string
-
-func (n namespaces) NamespaceNames() []string                              { return n }
-func (n namespaces) WatchNamespaces(string, informers.NamespaceSubscriber) {}
-func (n namespaces) Namespace(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetName(name)
-	return u
-}
-
 func TestReconcilerFailurePaths(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kollectv1alpha1.AddToScheme(scheme)
+	scheme := controllertest.Scheme()
 	profile := &kollectv1alpha1.KollectProfile{ObjectMeta: metav1.ObjectMeta{Name: "deployments", Namespace: "team-a"},
 		Spec: kollectv1alpha1.KollectProfileSpec{TargetGVK: kollectv1alpha1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 			Attributes: []kollectv1alpha1.ProfileAttribute{{Name: "replicas", Path: "$.spec.replicas"}}}}
@@ -89,7 +73,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectTarget{}).Build()
 			eng, w := &fakeEngine{}, status.NewWriter(c, time.Second)
-			r := &target.Reconciler{Client: c, Engine: eng, Status: w, Namespaces: namespaces{"team-a", "team-b"}}
+			r := &target.Reconciler{Client: c, Engine: eng, Status: w, Namespaces: controllertest.Namespaces{"team-a", "team-b"}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "t"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
