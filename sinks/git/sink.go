@@ -1,9 +1,11 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path"
@@ -70,7 +72,11 @@ type Sink struct {
 	// last pushed or read: an unchanged list is not written again.
 	recorded map[string]bool
 	rendered map[*rows.Row]renderedFile
-	commits  int // made by this process, for garbage collection
+	// summary are the files of the last render that describe the whole
+	// snapshot (a JSON document, a split index): they carry the export
+	// time, so an unchanged snapshot must not rewrite them.
+	summary map[string]bool
+	commits int // made by this process, for garbage collection
 }
 
 type entry struct {
@@ -179,6 +185,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	if err != nil {
 		return sinks.Ack{}, sinks.Permanent(err)
 	}
+	s.keepUnchangedSummaries(snap, flat, files)
 	if s.written == nil && s.cfg.Layout.Mode == "perResource" {
 		// Restarted: what this sink owns is recorded in the remote.
 		if s.written, err = s.loadOwned(ctx, snap.Inventory); err != nil {
@@ -354,6 +361,7 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 		}
 	}
 	files := map[string]plumbing.Hash{}
+	s.summary = map[string]bool{}
 	var total int64
 	if l.Mode != "perResource" {
 		data, err := l.renderDocument(snap)
@@ -369,6 +377,9 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 			return nil, 0, err
 		}
 		files[p] = h
+		if l.Format == "json" {
+			s.summary[p] = true // the envelope carries exportedAt
+		}
 		return files, int64(len(data)), nil
 	}
 	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
@@ -410,9 +421,37 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 			return nil, 0, err
 		}
 		files[p] = h
+		s.summary[p] = true // the index carries exportedAt
 		total += int64(len(data))
 	}
 	return files, total, nil
+}
+
+// keepUnchangedSummaries keeps the branch's version of a summary file
+// (a JSON document, a split index) when it already describes this
+// snapshot (same checksum): only its export time would change, and a
+// restart or a repeated export must not make a commit for that.
+func (s *Sink) keepUnchangedSummaries(snap *rows.Snapshot, flat map[string]entry, files map[string]plumbing.Hash) {
+	for p := range s.summary {
+		old, ok := flat[p]
+		if !ok || old.hash == files[p] {
+			continue
+		}
+		b, err := s.repo.BlobObject(old.hash)
+		if err != nil {
+			continue
+		}
+		r, err := b.Reader()
+		if err != nil {
+			continue
+		}
+		head := make([]byte, 512) // the checksum comes first in both
+		n, _ := io.ReadFull(r, head)
+		r.Close()
+		if bytes.Contains(head[:n], []byte(snap.Checksum)) {
+			files[p] = old.hash
+		}
+	}
 }
 
 func (s *Sink) blob(data []byte) (plumbing.Hash, error) {

@@ -52,7 +52,7 @@ func TestGitLabConformance(t *testing.T) {
 		name   string
 		layout git.Layout
 	}{
-		{"PerResourceJSON", git.Layout{Mode: "perResource", Format: "json"}},
+		{"PerResourceJSON", git.Layout{Mode: "perResource", Format: "json", ItemPath: "{cluster}/{namespace}/{name}/{sourceNamespace}/{kind}/{sourceName}{extension}"}},
 		{"DocumentJSON", git.Layout{Format: "json", DocumentPath: "inventory/{cluster}/{namespace}/{name}{extension}"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
