@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/tools/cli"
+	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
@@ -203,4 +204,54 @@ stringData: {dsn: '`+pg.DSN("postgres")+`'}
 	if rs.Err() != nil || strings.Join(names, ",") != "cart,web" {
 		t.Fatalf("rows in cli_items: %v %v; want the shop target's cart and web", names, rs.Err())
 	}
+}
+
+// TestCollectToAnS3Sink: kollect collect --sink s3-sink.yaml writes the
+// envelope to the bucket, as the operator's s3 sink would.
+func TestCollectToAnS3Sink(t *testing.T) {
+	kubeconfig, dir := setup(t)
+	s3 := s3test.Start(t)
+	if err := s3.CreateBucket("inventory"); err != nil {
+		t.Fatal(err)
+	}
+	sinkFile := filepath.Join(t.TempDir(), "s3-sink.yaml")
+	if err := os.WriteFile(sinkFile, []byte(`apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: bucket
+  namespace: ops
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: s3
+  endpoint: `+s3.URL+`/inventory/lab
+  secretRef: {name: keys}
+  serialization: {format: ndjson}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: keys, namespace: ops}
+stringData: {accessKeyID: `+s3test.AccessKey+`, secretAccessKey: `+s3test.SecretKey+`}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile)
+	if err != nil || !strings.Contains(out, "exported 1 target(s) to KollectSnapshotSink ops/bucket (s3") {
+		t.Fatalf("collect --sink: %v\n%s\n%s", err, out, stderr)
+	}
+	objs, err := s3.Objects(context.Background(), "inventory", "lab/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(objs["lab/inventory/ops/shop.ndjson"])
+	if strings.Count(body, "\n") != 2 || !strings.Contains(body, `"web:1"`) || !strings.Contains(body, `"cart:2"`) {
+		t.Fatalf("objects %v; shop.ndjson:\n%s", keysOf(objs), body)
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
