@@ -147,3 +147,33 @@ func TestPerResourceWritesOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the bucket holds %d row objects, want 90", n)
 	}
 }
+
+// The endpoint forms of SEMANTICS §11.4; gs://bucket/prefix is a bucket
+// and a prefix (upstream takes gs:// for a custom endpoint).
+func TestParseEndpoint(t *testing.T) {
+	cases := []struct {
+		raw, scheme, base, bucket, prefix, words string
+	}{
+		{"s3://inventory/fleet/a", "s3", "", "inventory", "fleet/a", ""},
+		{"gs://inventory/fleet", "gs", "", "inventory", "fleet", ""},
+		{"inventory", "s3", "", "inventory", "", ""},
+		{"https://minio.example:9000/inventory/p/", "s3", "https://minio.example:9000", "inventory", "p", ""},
+		{"https://storage.googleapis.com/inventory", "gs", "https://storage.googleapis.com", "inventory", "", ""},
+		{"gs://inventory", "s3", "", "", "", "scheme gs:// is not one this sink type reads"},
+		{"https://user:pw@minio.example/inventory", "s3", "", "", "", "credentials, queries and fragments"},
+		{"https://minio.example/", "s3", "", "", "", "names no bucket"},
+		{"", "s3", "", "", "", "spec.endpoint is empty"},
+	}
+	for _, c := range cases {
+		e, err := objectstore.ParseEndpoint(c.raw, c.scheme)
+		if c.words != "" {
+			if err == nil || !strings.Contains(err.Error(), c.words) {
+				t.Errorf("%q: error %v, want %q", c.raw, err, c.words)
+			}
+			continue
+		}
+		if err != nil || e.BaseURL != c.base || e.Bucket != c.bucket || e.Prefix != c.prefix {
+			t.Errorf("%q: %+v %v", c.raw, e, err)
+		}
+	}
+}
