@@ -5,7 +5,13 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/objectstore/azuretest"
@@ -90,5 +96,68 @@ func TestParseAzure(t *testing.T) {
 		if err != nil || got.ContainerURL != c.url || got.Container != c.ctr || got.Prefix != c.prefix {
 			t.Errorf("%s: %+v %v", c.raw, got, err)
 		}
+	}
+}
+
+// The other two credential forms: a connection string (Azurite's, with
+// its BlobEndpoint) and a SAS for the container. Each exports and reads
+// back.
+func TestAzureConnectionStringAndSAS(t *testing.T) {
+	srv := azuretest.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateContainer(ctx, "forms"); err != nil {
+		t.Fatal(err)
+	}
+	cs := "DefaultEndpointsProtocol=http;AccountName=" + azuretest.Account + ";AccountKey=" + azuretest.Key +
+		";BlobEndpoint=" + srv.URL + "/" + azuretest.Account + ";"
+	cred, err := azblob.NewSharedKeyCredential(azuretest.Account, azuretest.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := container.NewClientWithSharedKeyCredential(srv.URL+"/"+azuretest.Account+"/forms", cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sasURL, err := cc.GetSASURL(sas.ContainerPermissions{Read: true, Write: true, Delete: true, List: true, Create: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, query, _ := strings.Cut(sasURL, "?")
+	for name, creds := range map[string]map[string][]byte{
+		"connection-string": {"connectionString": []byte(cs)},
+		"sas":               {"sasToken": []byte(query)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			target, err := objectstore.ParseAzure(srv.URL+"/"+azuretest.Account+"/forms/"+name, creds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc, _ := sinks.HTTPClient(nil, nil, false)
+			b, redact, err := objectstore.OpenAzure(ctx, target, creds, hc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := objectstore.New(objectstore.Config{Bucket: b, Prefix: target.Prefix, Redact: redact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Probe(ctx); err != nil {
+				t.Fatalf("probe: %v", err)
+			}
+			id := rows.Identity{Namespace: "ops", Name: "inv"}
+			if _, err := st.Export(ctx, sinktest.Snap(id, sinktest.Rows(3, "1"))); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := cc.NewBlobClient(name+"/inventory/ops/inv.json").DownloadStream(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), `"itemCount":3`) {
+				t.Fatalf("object: %s", body)
+			}
+		})
 	}
 }
