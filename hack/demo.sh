@@ -21,6 +21,14 @@ STEPS_LOG="$PWD/bin/demo-build.log"
 # shellcheck source=steps.sh
 source "$here/steps.sh"
 
+# DuckDB queries the Parquet export at the end of the story, when npm is
+# here to install it.
+duckdb=""
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+	step "DuckDB's Node API, to query the Parquet export" "first time: seconds from npm; then cached" bash "$here/duckdb.sh"
+	duckdb="$(bash "$here/duckdb.sh")"
+fi
+
 cluster_bins=(kube-controller-manager kube-scheduler kwok kubectl)
 cached() { ENVTEST_ASSETS_CHECK=1 bash "$here/envtest-assets.sh" "$assets" "$@" 2>/dev/null; }
 
@@ -31,7 +39,7 @@ step "Kollect (the demo and the kollect CLI)" "first time: about 6 min on 2 core
 
 if cached "${cluster_bins[@]}"; then
 	step "kube-controller-manager, kube-scheduler, kwok and kubectl" "cached" bash "$here/envtest-assets.sh" "$assets" "${cluster_bins[@]}"
-	KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir demo -assets "$assets"
+	KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir demo -assets "$assets" -duckdb "$duckdb"
 	exit 0
 fi
 
@@ -42,7 +50,7 @@ builder=$!
 trap 'kill $builder 2>/dev/null || true' EXIT
 echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (about 4 min more; $cluster_log)"
 echo "==> Act one, $(steps_elapsed) after the start: the story on the API server alone (Deployments without Pods)"
-KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir bin/demo-act-one -assets "$assets" -cluster=false -keep=false
+KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir bin/demo-act-one -assets "$assets" -cluster=false -keep=false -duckdb "$duckdb"
 echo "==> Act one done $(steps_elapsed) after the start. Act two needs the background build; waiting for it"
 if ! wait "$builder"; then
 	echo "demo: building the cluster binaries failed; the build output is in $cluster_log:" >&2
@@ -51,5 +59,5 @@ if ! wait "$builder"; then
 fi
 trap - EXIT
 echo "==> Act two, $(steps_elapsed) after the start: the whole story, with Running Pods"
-KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir demo -assets "$assets"
+KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir demo -assets "$assets" -duckdb "$duckdb"
 echo "demo: first run done in $(steps_elapsed); later runs find everything cached"

@@ -26,16 +26,8 @@ install_azurite() {
 have_azurite || install_azurite
 ln -sfn "$azurite_dir" "$cache/azurite-current"
 
-# DuckDB (its Node API ships its own binary) reads back the Parquet the
-# object-store sinks write.
-duckdb_version=1.5.6-r.1
-duckdb_dir="$cache/duckdb-$duckdb_version"
-if [ ! -d "$duckdb_dir/node_modules/@duckdb/node-api" ]; then
-	echo "test-deps: installing DuckDB's Node API $duckdb_version (npm)" >&2
-	mkdir -p "$duckdb_dir"
-	npm install --prefix "$duckdb_dir" --no-audit --no-fund --silent "@duckdb/node-api@$duckdb_version" >&2
-fi
-ln -sfn "$duckdb_dir" "$cache/duckdb-current"
+# DuckDB's Node API reads back the Parquet the object-store sinks write.
+bash "$(dirname "${BASH_SOURCE[0]}")/duckdb.sh" >/dev/null
 
 have_postgres() {
 	for d in /usr/lib/postgresql/*/bin; do

@@ -24,6 +24,7 @@ func main() {
 	flag.StringVar(&o.Assets, "assets", "bin/envtest", "Folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.")
 	flag.BoolVar(&o.Cluster, "cluster", true, "Run kube-controller-manager, kube-scheduler and kwok so Deployments get Running Pods.")
 	flag.BoolVar(&o.Keep, "keep", os.Getenv("DEMO_KEEP") != "", "Keep everything running after the story until Ctrl-C (also DEMO_KEEP=1).")
+	flag.StringVar(&o.DuckDB, "duckdb", "", "Where DuckDB's Node API is installed (hack/duckdb.sh); empty skips the query over the Parquet export.")
 	flag.Parse()
 	o.Out = os.Stdout
 	// Only the manager's errors; the story is the output.

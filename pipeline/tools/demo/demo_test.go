@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kollect.dev/kollect/pipeline/tools/demo"
+	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestDemoStory runs `make demo`'s path on the API server alone (the
@@ -23,7 +24,11 @@ func TestDemoStory(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := demo.Run(ctx, demo.Options{Dir: t.TempDir() + "/demo", Out: &out})
+	duckdb, err := sinktest.CachedTool("duckdb-current")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := demo.Run(ctx, demo.Options{Dir: t.TempDir() + "/demo", Out: &out, DuckDB: duckdb})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
@@ -32,7 +37,10 @@ func TestDemoStory(t *testing.T) {
 	}
 	story := out.String()
 	for _, want := range []string{"+image: ghcr.io/example/storefront:1.5.0", "-replicas: 1", "+replicas: 3",
-		"local/demo/deployment/search.yaml", "exportedCount=3", "Stopping the control plane"} {
+		"local/demo/deployment/search.yaml", "exportedCount=3", "Stopping the control plane",
+		// The Parquet act: the bucket holds the latest rows, DuckDB reads them.
+		"s3://inventory/inventory/cluster=local/ns=default/name=shop/generation=", "----- DuckDB over the Parquet export -----",
+		"storefront  ghcr.io/example/storefront:1.5.0", "cart"} {
 		if !strings.Contains(story, want) {
 			t.Errorf("the story lacks %q:\n%s", want, story)
 		}

@@ -40,13 +40,22 @@ type Server struct {
 // Start runs a server for the test and stops it at the end.
 func Start(tb TB) *Server {
 	tb.Helper()
-	be := s3mem.New()
-	srv, err := sinktest.Serve(gofakes3.New(be, gofakes3.WithTimeSkewLimit(0)).Server())
+	s, err := New()
 	if err != nil {
 		tb.Fatalf("s3test: %v", err)
 	}
-	tb.Cleanup(srv.Stop)
-	return &Server{URL: "http://" + srv.Addr, backend: be, Server: srv}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// New runs a server (make demo's too); Stop ends it.
+func New() (*Server, error) {
+	be := s3mem.New()
+	srv, err := sinktest.Serve(gofakes3.New(be, gofakes3.WithTimeSkewLimit(0)).Server())
+	if err != nil {
+		return nil, err
+	}
+	return &Server{URL: "http://" + srv.Addr, backend: be, Server: srv}, nil
 }
 
 // CreateBucket makes a bucket.
