@@ -7,6 +7,7 @@
 #   make bench         sink and engine benchmarks
 #   make faults        the fault-injection suite at scale (make test runs it small)
 #   make loadtest      a load-test scenario (SCENARIO=10k, 100k, engine-200k, ...)
+#   make image         the OCI image (bin/image), without Docker
 #   make fuzz          fuzz the parsers and encoders for a while each
 #
 # Everything a target needs is built from the Go module proxy and cached:
@@ -26,7 +27,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest fuzz demo helm clean help
+.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest image fuzz demo helm clean help
 
 all: build
 
@@ -67,8 +68,10 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) -C loadtest mod tidy -diff
+	$(GO) -C hack/image mod tidy -diff
 	$(GO) vet ./...
 	$(GO) -C loadtest vet ./...
+	$(GO) -C hack/image vet ./...
 	$(GO) vet -tags conformance ./pipeline/harness/conformance/
 
 ## test-prep: what the tests need, one line per build step (build output
@@ -90,6 +93,18 @@ test-deps:
 test: test-prep lint check-generated
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) $(GO) test $(GO_TEST_FLAGS) ./...
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test $(GO_TEST_FLAGS) ./...
+	$(GO) -C hack/image test -count=1 ./...
+
+## image: the operator's OCI image without Docker (hack/image): a static
+## binary on an empty base, non-root, written as bin/image/oci (an OCI
+## layout) and bin/image/kollect.tar (docker load -i, crane push, skopeo).
+IMAGE_REPOSITORY ?= ghcr.io/kollect-dev/kollect
+IMAGE_ARCH ?= amd64
+image:
+	mkdir -p bin/image
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/kollect .
+	$(GO) -C hack/image run . -binary $(CURDIR)/bin/image/kollect -repository $(IMAGE_REPOSITORY) -version $(VERSION) \
+		-revision "$$(git rev-parse HEAD 2>/dev/null)" -arch $(IMAGE_ARCH) -out $(CURDIR)/bin/image
 
 ## loadtest: one load-test scenario (loadtest/scenarios), report in
 ## loadtest/reports; LOADTEST_FLAGS passes more, such as -gomemlimit 300MiB.

@@ -18,6 +18,10 @@ import (
 
 	"kollect.dev/kollect/pipeline/controlplane/manager"
 	"kollect.dev/kollect/pipeline/tools/cli"
+
+	// Trusted CA roots compiled in, used when the system has none (the
+	// container image has no CA file).
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -22,6 +22,6 @@ step "PostgreSQL, Prometheus (Debian) and Azurite (npm): the test servers Go can
 
 step "helm, for the chart's tests and make generate" "first time: about 3 min on 2 cores; then seconds" bash "$here/helm.sh" "$helm"
 
-step "the Go modules of the operator, the load-test harness and the code generators" \
+step "the Go modules of the operator, the load-test harness, the code generators and the image builder" \
 	"first time: about 10 s; then none" \
-	bash -c 'go mod download && go -C loadtest mod download && go -C hack/tools mod download'
+	bash -c 'go mod download && go -C loadtest mod download && go -C hack/tools mod download && go -C hack/image mod download'

@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := parquetAct(ctx, o, c, s3, dir); err != nil {
+	if err := parquetAct(ctx, o, res.Repo, s3, dir); err != nil {
 		return nil, err
 	}
 

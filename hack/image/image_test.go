@@ -1,0 +1,112 @@
+package main
+
+import (
+	"archive/tar"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The image as a runtime sees it: loaded from the tarball, its config
+// runs the binary as the non-root user, its labels say what it is, and
+// the binary taken out of its layer runs (kollect version).
+func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kollect")
+	// make image builds with CGO_ENABLED=0 (a static binary for an image
+	// without libc); the test builds as the other suites do, to reuse
+	// their build cache, and checks the image, not the linking.
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=v9.9.9-test", ".")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the operator: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "image")
+	ref, err := Build(Options{Binary: bin, Repository: "ghcr.io/kollect-dev/kollect", Version: "v9.9.9-test", Revision: "abc123",
+		Source: "https://github.com/kollect-dev/kollect", Arch: "amd64", Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ref, "ghcr.io/kollect-dev/kollect:v9.9.9-test@sha256:") {
+		t.Errorf("reference %s", ref)
+	}
+	tag, _ := name.NewTag("ghcr.io/kollect-dev/kollect:v9.9.9-test")
+	img, err := tarball.ImageFromPath(filepath.Join(out, "kollect.tar"), &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
+	if c.User != "65532:65532" || strings.Join(c.Entrypoint, " ") != "/kollect" || strings.Join(c.Cmd, " ") != "manager" ||
+		cf.OS != "linux" || cf.Architecture != "amd64" || c.Labels["org.opencontainers.image.version"] != "v9.9.9-test" ||
+		c.Labels["org.opencontainers.image.source"] != "https://github.com/kollect-dev/kollect" || c.Labels["org.opencontainers.image.revision"] != "abc123" {
+		t.Errorf("config %+v (%s/%s)", c, cf.OS, cf.Architecture)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files := map[string][]byte{}
+	owners := map[string]int{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files[h.Name], owners[h.Name] = b, h.Uid
+	}
+	if !strings.Contains(string(files["etc/passwd"]), "nonroot:x:65532:65532:") || owners["home/nonroot/"] != 65532 {
+		t.Errorf("passwd %q, home owned by %d", files["etc/passwd"], owners["home/nonroot/"])
+	}
+	if _, shell := files["bin/sh"]; shell {
+		t.Error("the image has a shell")
+	}
+	extracted := filepath.Join(dir, "from-image")
+	if err := os.WriteFile(extracted, files["kollect"], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := exec.Command(extracted, "version").Output()
+	if err != nil || strings.TrimSpace(string(v)) != "v9.9.9-test" {
+		t.Fatalf("kollect version from the image: %q %v", v, err)
+	}
+	// The OCI layout names the same image.
+	idx, err := layout.ImageIndexFromPath(filepath.Join(out, "oci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != tag.String() {
+		t.Fatalf("OCI layout index %+v %v", m, err)
+	}
+	// The docker-archive tarball rewrites the manifest (Docker media
+	// types); the config is the same image's.
+	fromLayout, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, _ := fromLayout.ConfigName()
+	tc, _ := img.ConfigName()
+	if lc != tc || !strings.HasSuffix(ref, m.Manifests[0].Digest.String()) {
+		t.Errorf("layout config %s, tarball config %s; reference %s, layout manifest %s", lc, tc, ref, m.Manifests[0].Digest)
+	}
+}
