@@ -23,6 +23,7 @@ type Metrics struct {
 	invItems  *prometheus.GaugeVec
 	rejected  *prometheus.GaugeVec
 	items     prometheus.Gauge
+	debounced *prometheus.CounterVec
 }
 
 // NewMetrics registers the engine series with reg.
@@ -59,10 +60,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"inventory", "binding"}),
 		items: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kollect_collect_items_total",
 			Help: "Rows held by all targets."}),
+		debounced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_debounced_total",
+			Help: "Snapshots offered to a binding whose sink already held their content: skipped until the interval's re-export."}, []string{"controller"}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items)
+		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced)
 	return m
+}
+
+// Debounced counts an offer skipped because the sink holds its content.
+func (m *Metrics) Debounced(controller string) {
+	if m != nil {
+		m.debounced.WithLabelValues(controller).Inc()
+	}
+}
+
+// DebouncedCounter is the series Debounced increments, for tests.
+func (m *Metrics) DebouncedCounter(controller string) prometheus.Counter {
+	return m.debounced.WithLabelValues(controller)
 }
 
 // Mailbox returns mailbox middleware that keeps the depth gauge of one

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -148,6 +149,11 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.metrics.ForgetBinding(a.cfg.Inventory, a.cfg.Key)
 		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
 	case *Offer:
+		if acked := a.slot.Acked; acked != nil && acked.Checksum == msg.Snapshot.Checksum && acked.Inventory.Generation == msg.Snapshot.Inventory.Generation {
+			// The sink holds this content: skipped until the interval's
+			// heartbeat (upstream's debounce).
+			a.metrics.Debounced(a.controller())
+		}
 		a.slot.Latest = msg.Snapshot
 		a.links = append(a.links, msg.Links...)
 		if len(a.links) > 64 {
@@ -183,6 +189,15 @@ func (a *actorState) stopTimers() {
 			*c = nil
 		}
 	}
+}
+
+// controller names the kind whose binding this is, as upstream's
+// kollect_export_debounced_total labels it.
+func (a *actorState) controller() string {
+	if strings.HasPrefix(a.cfg.Inventory, "cluster/") {
+		return "KollectClusterInventory"
+	}
+	return "KollectInventory"
 }
 
 // circuitChanged publishes the breaker's state and logs a transition once:

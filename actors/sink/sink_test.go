@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -313,5 +316,39 @@ func TestEachCircuitTransitionIsLoggedOnce(t *testing.T) {
 		if f[i] == f[i-1] {
 			t.Fatalf("state %s logged twice in a row: %q", f[i], got)
 		}
+	}
+}
+
+// An offer of content the sink already holds is skipped and counted as
+// upstream's debounce (kollect_export_debounced_total); a change is not.
+func TestOffersOfHeldContentAreCountedAsDebounced(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics := actors.NewMetrics(reg)
+	sys := actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	be := &flakyBackend{}
+	results := make(chan *sink.Result, 10)
+	started := make(chan *actor.PID, 1)
+	sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			started <- ctx.Spawn(sink.Props(sink.Config{Inventory: "ns/inv", Key: "snapshot/git", Backend: sinks.Whole(be), Interval: time.Hour}, &sink.Slot{}, metrics))
+		case *sink.Result:
+			results <- m
+		}
+	}))
+	pid := <-started
+	first := snapshot(t, "a")
+	sys.Root.Send(pid, &sink.Offer{Snapshot: first})
+	next(t, results)
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a")}) // same content, a new snapshot
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a", "b")})
+	next(t, results)
+	got := testutil.ToFloat64(metrics.DebouncedCounter("KollectInventory"))
+	if got != 1 {
+		t.Fatalf("kollect_export_debounced_total = %v, want 1 (the same content offered again)", got)
+	}
+	if n := len(be.got()); n != 2 {
+		t.Errorf("%d exports, want 2 (the skipped offer wrote nothing)", n)
 	}
 }

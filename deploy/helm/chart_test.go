@@ -249,15 +249,23 @@ func TestDefaultsAreLeastPrivilegeAndHardened(t *testing.T) {
 }
 
 // TestAlertRulesParse checks the chart's alerting rules with promtool
-// (Debian's prometheus package; `make test-deps` installs it).
+// (Debian's prometheus package; `make test-deps` installs it) and runs
+// their unit tests (files/alerts_test.yaml).
 func TestAlertRulesParse(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool not found: run `make test-deps`: %v", err)
 	}
 	out, err := exec.Command(promtool, "check", "rules", "kollect/files/alerts.yaml").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "SUCCESS: 6 rules found") {
+	if err != nil || !strings.Contains(string(out), "SUCCESS: 11 rules found") {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	// Each alert fires on the series that should raise it and stays quiet
+	// on healthy ones (upstream's five names included).
+	test := exec.Command(promtool, "test", "rules", "alerts_test.yaml")
+	test.Dir = "kollect/files"
+	if out, err := test.CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // degradedGauge is kollect_degraded{kind,namespace,name,reason}: 1 for
@@ -14,9 +15,66 @@ func newDegradedGauge() *prometheus.GaugeVec {
 		[]string{"kind", "namespace", "name", "reason"})
 }
 
+// newCollectedGauge is upstream's kollect_collected_objects{profile,gvk}:
+// rows per profile and kind, summed over the targets that use them.
+func newCollectedGauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_collected_objects",
+		Help: "Rows collected, by the targets' profileRef and group/version/kind (summed over targets sharing both)."},
+		[]string{"profile", "gvk"})
+}
+
+// GVKLabel writes a kind as kollect_collected_objects labels it:
+// group/version/kind, or version/kind for the core group.
+func GVKLabel(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Version + "/" + gvk.Kind
+	}
+	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
+}
+
+// collectedSeries is one target's contribution to kollect_collected_objects.
+type collectedSeries struct {
+	profile, gvk string
+	count        int64
+}
+
 // RegisterMetrics publishes the writer's series with reg.
 func (w *Writer) RegisterMetrics(reg prometheus.Registerer) error {
-	return reg.Register(w.degraded)
+	if err := reg.Register(w.degraded); err != nil {
+		return err
+	}
+	return reg.Register(w.collected)
+}
+
+// countCollected records a target's row count under its profile and kind
+// and publishes the sums it changes. The caller holds w.mu.
+func (w *Writer) countCollected(key Key, profile, gvk string, count int64) {
+	old, had := w.collectedBy[key]
+	next := collectedSeries{profile: profile, gvk: gvk, count: count}
+	if had && old == next {
+		return
+	}
+	w.collectedBy[key] = next
+	if had && (old.profile != profile || old.gvk != gvk) {
+		w.publishCollected(old.profile, old.gvk)
+	}
+	w.publishCollected(profile, gvk)
+}
+
+// publishCollected sets (or, with no target left, removes) one sum.
+func (w *Writer) publishCollected(profile, gvk string) {
+	var sum int64
+	n := 0
+	for _, c := range w.collectedBy {
+		if c.profile == profile && c.gvk == gvk {
+			sum, n = sum+c.count, n+1
+		}
+	}
+	if n == 0 {
+		w.collected.DeleteLabelValues(profile, gvk)
+		return
+	}
+	w.collected.WithLabelValues(profile, gvk).Set(float64(sum))
 }
 
 // observe records whether the object's status, as about to be written, is
@@ -44,6 +102,10 @@ func (w *Writer) observe(key Key, conds []metav1.Condition) {
 
 // forgetMetrics drops a gone object's series; the caller holds w.mu.
 func (w *Writer) forgetMetrics(key Key) {
+	if c, ok := w.collectedBy[key]; ok {
+		delete(w.collectedBy, key)
+		w.publishCollected(c.profile, c.gvk)
+	}
 	if old, ok := w.degradedReason[key]; ok {
 		w.degraded.DeleteLabelValues(string(key.Kind), key.Namespace, key.Name, old)
 		delete(w.degradedReason, key)

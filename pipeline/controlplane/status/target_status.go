@@ -45,6 +45,9 @@ func (w *Writer) targetView(key Key) (targetView, bool) {
 			st.lastCount, st.hasCount, st.countSince = int64(r.Count), true, w.now()
 		}
 		tv.reported, tv.failures, tv.lastErr = true, r.ExtractionFailures, r.LastExtractionError
+		if tv.v.Profile != "" && !tv.v.Degraded() {
+			w.countCollected(key, tv.v.Profile, tv.v.GVK, int64(r.Count))
+		}
 	}
 	tv.count, tv.since = st.lastCount, st.countSince
 	return tv, true

@@ -29,6 +29,9 @@ type Verdict struct {
 	Rules              int
 	// Targets is the number of targets selected (cluster inventories).
 	Targets int
+	// Profile and GVK (group/version/kind) label a target's row count in
+	// kollect_collected_objects.
+	Profile, GVK string
 }
 
 // Degraded reports whether the verdict is a failure.
@@ -51,6 +54,8 @@ type Writer struct {
 
 	degraded       *prometheus.GaugeVec
 	degradedReason map[Key]string // the reason each Degraded series carries
+	collected      *prometheus.GaugeVec
+	collectedBy    map[Key]collectedSeries
 
 	// Events, when set, records Warning events on inventories whose sinks
 	// set rows aside.
@@ -95,7 +100,8 @@ type inventoryState struct {
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
-		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{}}
+		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{},
+		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}}
 }
 
 // Source is the event source of a kind's controller: each engine report

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/controlplane/controllers"
 )
 
@@ -137,7 +138,10 @@ func (r *Reconciler) probe(ctx context.Context, t *kollectv1alpha1.KollectConnec
 	if t.Spec.OwnerSink == nil || *t.Spec.OwnerSink {
 		r.own(ctx, t, sink)
 	}
-	return r.Prober.Probe(ctx, r.Client, sink)
+	msg, reason, err = r.Prober.Probe(ctx, r.Client, sink)
+	_, typ := backends.Kind(sink)
+	r.Metrics.ConnectionTest(typ, err == nil)
+	return msg, reason, err
 }
 
 // own makes the sink the test's controller, so deleting the sink deletes

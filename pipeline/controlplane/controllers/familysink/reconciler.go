@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/controlplane/controllers"
 )
 
@@ -121,6 +122,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	okMsg, reason, probeErr := r.Prober.Probe(ctx, r.Client, raw)
+	_, typ := backends.Kind(raw)
+	r.Metrics.ConnectionTest(typ, probeErr == nil)
 	return RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, forced && !enabled,
 		Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
 }

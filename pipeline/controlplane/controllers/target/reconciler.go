@@ -178,6 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade(ReasonExtractionFailed, err.Error())
 	}
+	verdict.Profile, verdict.GVK = t.Spec.ProfileRef, status.GVKLabel(c.GVK)
 	ceiling, err := scope.Namespaced(ctx, r.Client, t.Namespace)
 	if err != nil {
 		return degrade(scope.ReasonLookupFailed, err.Error())
