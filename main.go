@@ -4,31 +4,34 @@
 //	kollect collect   collect once with a kubeconfig and print the rows
 //	kollect validate  check manifests offline
 //	kollect version   print the version
+//
+// Installed on the PATH as kubectl-kollect, it is also a kubectl plugin:
+// kubectl kollect collect -f pipeline.yaml.
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+	// Trusted CA roots compiled in, used when the system has none (the
+	// container image has no CA file).
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"kollect.dev/kollect/pipeline/controlplane/manager"
 	"kollect.dev/kollect/pipeline/tools/cli"
-
-	// Trusted CA roots compiled in, used when the system has none (the
-	// container image has no CA file).
-	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
+	if err := newRootCommand(os.Args[0]).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kollect:", err)
 		var exit *cli.ExitError
 		if errors.As(err, &exit) {
@@ -38,12 +41,18 @@ func main() {
 	}
 }
 
-func newRootCommand() *cobra.Command {
+// newRootCommand builds the command tree; argv0 is how it was invoked:
+// installed as kubectl-kollect, it is a kubectl plugin and its help says
+// `kubectl kollect …`.
+func newRootCommand(argv0 string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kollect",
 		Short:         "Kollect turns live cluster state into a durable inventory",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if filepath.Base(argv0) == "kubectl-kollect" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kollect"}
 	}
 	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), newVersionCommand())
 	return root

@@ -8,8 +8,13 @@ import (
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runAs(t, "kollect", args...)
+}
+
+func runAs(t *testing.T, argv0 string, args ...string) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
-	cmd := newRootCommand()
+	cmd := newRootCommand(argv0)
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(args)
@@ -48,5 +53,20 @@ func TestCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Installed as kubectl-kollect, the binary is a kubectl plugin: kubectl
+// runs it with the arguments after "kollect", and its help says so.
+func TestKubectlPlugin(t *testing.T) {
+	out, err := runAs(t, "/usr/local/bin/kubectl-kollect", "collect", "--help")
+	if err != nil || !strings.Contains(out, "kubectl kollect collect") {
+		t.Fatalf("help as a kubectl plugin: %v\n%s", err, out)
+	}
+	if out, err := runAs(t, "/usr/local/bin/kubectl-kollect", "version"); err != nil || strings.TrimSpace(out) != version {
+		t.Fatalf("kubectl kollect version: %q %v", out, err)
+	}
+	if out, _ := run(t, "--help"); strings.Contains(out, "kubectl kollect") {
+		t.Error("the plain binary calls itself a kubectl plugin")
 	}
 }
