@@ -69,11 +69,11 @@ func FromSpec(s *kollectv1alpha1.KollectSnapshotSink, e Endpoint) Config {
 	if st := s.Spec.Serialization; st != nil {
 		cfg.Format, cfg.Compression = st.Format, st.Compression
 	}
-	if os := s.Spec.ObjectStore; os != nil {
-		if os.Format != "" && (cfg.Format == "" || cfg.Format == JSON) {
-			cfg.Format = os.Format // objectStore.format: parquet wins over the default json
+	if store := s.Spec.ObjectStore; store != nil {
+		if store.Format != "" && (cfg.Format == "" || cfg.Format == JSON) {
+			cfg.Format = store.Format // objectStore.format: parquet wins over the default json
 		}
-		cfg.HotAttributes = os.HotAttributes
+		cfg.HotAttributes = store.HotAttributes
 	}
 	if l := s.Spec.Layout; l != nil {
 		cfg.Layout = l.Mode

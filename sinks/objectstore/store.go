@@ -353,10 +353,10 @@ func (s *Store) objectKey(o object) (string, error) {
 	vars := []string{"{cluster}", s.enc.cluster, "{namespace}", id.Namespace, "{name}", id.Name,
 		"{generation}", strconv.FormatInt(id.Generation, 10), "{extension}", ext}
 	if s.cfg.Layout != Document {
-		vars = append(vars, "{sourceNamespace}", orNone(first.Namespace))
+		vars = append(vars, "{sourceNamespace}", orDefault(first.Namespace, "_cluster")) // a cluster-scoped object
 	}
 	if s.cfg.Layout == PerResource {
-		vars = append(vars, "{sourceName}", first.Name, "{kind}", strings.ToLower(first.Kind), "{group}", orNone(first.Group),
+		vars = append(vars, "{sourceName}", first.Name, "{kind}", strings.ToLower(first.Kind), "{group}", orDefault(first.Group, "core"),
 			"{uid}", first.UID, "{targetNamespace}", first.TargetNamespace, "{targetName}", first.TargetName)
 	}
 	p := strings.NewReplacer(vars...).Replace(tmpl)
@@ -370,9 +370,9 @@ func (s *Store) objectKey(o object) (string, error) {
 	return s.key(clean), nil
 }
 
-func orNone(v string) string {
+func orDefault(v, def string) string {
 	if v == "" {
-		return "_cluster"
+		return def
 	}
 	return v
 }

@@ -177,3 +177,14 @@ func TestParseEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A per-row path names the core group "core" and a cluster-scoped
+// object's namespace "_cluster", so no segment is ever empty.
+func TestPerRowPathsOfCoreAndClusterScopedObjects(t *testing.T) {
+	r, _ := rows.New(rows.Row{TargetNamespace: "ops", TargetName: "nodes", Name: "node-1", Version: "v1", Kind: "Node", UID: "u1"})
+	paths, err := objectstore.Paths(objectstore.Config{Layout: "perResource", PathTemplate: "{group}/{sourceNamespace}/{kind}/{sourceName}.json"},
+		rows.NewSnapshot(rows.Identity{Namespace: "ops", Name: "inv"}, []*rows.Row{r}, time.Now()))
+	if err != nil || len(paths) != 1 || paths[0] != "core/_cluster/node/node-1.json" {
+		t.Fatalf("paths %v, %v", paths, err)
+	}
+}

@@ -112,13 +112,11 @@ func objectStoreSink(s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems
 	if st := s.Spec.Serialization; st != nil {
 		format, compression = st.Format, st.Compression
 	}
-	if os := s.Spec.ObjectStore; os != nil && os.Format == "parquet" {
+	if store := s.Spec.ObjectStore; store != nil && store.Format == "parquet" {
 		format = "parquet"
 	}
-	switch format {
-	case "yaml":
+	if format == "yaml" {
 		problems = append(problems, "spec.serialization.format yaml: object stores write json (the default), ndjson, csv or parquet")
-	case "ndjson", "csv", "parquet", "json", "":
 	}
 	if compression == "snappy" && format != "parquet" {
 		problems = append(problems, "spec.serialization.compression snappy applies to Parquet only: use gzip or zstd, or format parquet")
