@@ -54,27 +54,34 @@ func (w *Writer) countCollected(key Key, profile, gvk string, count int64) {
 	if had && old == next {
 		return
 	}
-	w.collectedBy[key] = next
-	if had && (old.profile != profile || old.gvk != gvk) {
-		w.publishCollected(old.profile, old.gvk)
+	if had {
+		w.addCollected(old.profile, old.gvk, -old.count, -1)
 	}
-	w.publishCollected(profile, gvk)
+	w.collectedBy[key] = next
+	w.addCollected(profile, gvk, count, 1)
 }
 
-// publishCollected sets (or, with no target left, removes) one sum.
-func (w *Writer) publishCollected(profile, gvk string) {
-	var sum int64
-	n := 0
-	for _, c := range w.collectedBy {
-		if c.profile == profile && c.gvk == gvk {
-			sum, n = sum+c.count, n+1
-		}
-	}
-	if n == 0 {
+// addCollected moves one (profile, gvk) sum and its number of targets, and
+// publishes it (removing the series when no target is left): constant
+// work per report, whatever the number of targets.
+func (w *Writer) addCollected(profile, gvk string, rows int64, targets int) {
+	k := [2]string{profile, gvk}
+	sum := w.collectedSum[k]
+	sum.rows += rows
+	sum.targets += targets
+	if sum.targets == 0 {
+		delete(w.collectedSum, k)
 		w.collected.DeleteLabelValues(profile, gvk)
 		return
 	}
-	w.collected.WithLabelValues(profile, gvk).Set(float64(sum))
+	w.collectedSum[k] = sum
+	w.collected.WithLabelValues(profile, gvk).Set(float64(sum.rows))
+}
+
+// collectedTotal is one (profile, gvk) sum and how many targets make it.
+type collectedTotal struct {
+	rows    int64
+	targets int
 }
 
 // observe records whether the object's status, as about to be written, is
@@ -104,7 +111,7 @@ func (w *Writer) observe(key Key, conds []metav1.Condition) {
 func (w *Writer) forgetMetrics(key Key) {
 	if c, ok := w.collectedBy[key]; ok {
 		delete(w.collectedBy, key)
-		w.publishCollected(c.profile, c.gvk)
+		w.addCollected(c.profile, c.gvk, -c.count, -1)
 	}
 	if old, ok := w.degradedReason[key]; ok {
 		w.degraded.DeleteLabelValues(string(key.Kind), key.Namespace, key.Name, old)

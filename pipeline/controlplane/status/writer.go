@@ -56,6 +56,7 @@ type Writer struct {
 	degradedReason map[Key]string // the reason each Degraded series carries
 	collected      *prometheus.GaugeVec
 	collectedBy    map[Key]collectedSeries
+	collectedSum   map[[2]string]collectedTotal
 
 	// Events, when set, records Warning events on inventories whose sinks
 	// set rows aside.
@@ -101,7 +102,7 @@ func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
 		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{},
-		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}}
+		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}, collectedSum: map[[2]string]collectedTotal{}}
 }
 
 // Source is the event source of a kind's controller: each engine report
