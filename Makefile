@@ -8,6 +8,7 @@
 #   make faults        the fault-injection suite at scale (make test runs it small)
 #   make loadtest      a load-test scenario (SCENARIO=10k, 100k, engine-200k, ...)
 #   make image         the OCI image (bin/image), without Docker
+#   make release       signed release artifacts (bin/release), RELEASE_SIGNING_KEY
 #   make fuzz          fuzz the parsers and encoders for a while each
 #
 # Everything a target needs is built from the Go module proxy and cached:
@@ -27,7 +28,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest image fuzz demo helm clean help
+.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest image release fuzz demo helm clean help
 
 all: build
 
@@ -105,6 +106,12 @@ image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/kollect .
 	$(GO) -C hack/image run . -binary $(CURDIR)/bin/image/kollect -repository $(IMAGE_REPOSITORY) -version $(VERSION) \
 		-revision "$$(git rev-parse HEAD 2>/dev/null)" -arch $(IMAGE_ARCH) -out $(CURDIR)/bin/image
+
+## release: binaries for linux/amd64 and linux/arm64, a CycloneDX SBOM
+## each, the chart, install.yaml, SHA256SUMS and its signature with the
+## OpenSSH key in RELEASE_SIGNING_KEY (README: verifying a release).
+release: helm
+	HELM=$(CURDIR)/$(HELM) bash hack/release.sh bin/release $(VERSION)
 
 ## loadtest: one load-test scenario (loadtest/scenarios), report in
 ## loadtest/reports; LOADTEST_FLAGS passes more, such as -gomemlimit 300MiB.

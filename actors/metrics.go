@@ -24,6 +24,7 @@ type Metrics struct {
 	rejected  *prometheus.GaugeVec
 	items     prometheus.Gauge
 	debounced *prometheus.CounterVec
+	parts     *prometheus.GaugeVec
 }
 
 // NewMetrics registers the engine series with reg.
@@ -62,9 +63,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Rows held by all targets."}),
 		debounced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_debounced_total",
 			Help: "Snapshots offered to a binding whose sink already held their content: skipped until the interval's re-export."}, []string{"controller"}),
+		parts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_export_parts",
+			Help: "Parts a snapshot binding's last acknowledged export was split into by its size ceiling (maxExportBytes)."},
+			[]string{"inventory", "binding"}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced)
+		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.parts)
 	return m
 }
 
@@ -118,6 +122,7 @@ func (m *Metrics) ForgetBinding(inventory, binding string) {
 		m.lastOK.DeleteLabelValues(inventory, binding)
 		m.failures.DeleteLabelValues(inventory, binding)
 		m.rejected.DeleteLabelValues(inventory, binding)
+		m.parts.DeleteLabelValues(inventory, binding)
 		m.written.DeletePartialMatch(prometheus.Labels{"inventory": inventory, "binding": binding})
 	}
 }
@@ -132,6 +137,14 @@ func (m *Metrics) Outcome(inventory, binding, sinkType string, written int, at i
 	if failures == 0 {
 		m.written.WithLabelValues(inventory, binding, sinkType).Add(float64(written))
 		m.lastOK.WithLabelValues(inventory, binding).Set(float64(at))
+	}
+}
+
+// Parts records how many parts a binding's last acknowledged export was
+// written as (0: the backend has no parts).
+func (m *Metrics) Parts(inventory, binding string, n int) {
+	if m != nil && n > 0 {
+		m.parts.WithLabelValues(inventory, binding).Set(float64(n))
 	}
 }
 

@@ -19,6 +19,7 @@ type Ack struct {
 	Bytes    int64  // bytes written
 	Changed  bool   // false when the backend already held this content
 	Revision string // backend-specific: a commit hash, a version
+	Parts    int    // parts a snapshot backend wrote the export as (0: not split by design)
 	// Rejected are rows the backend refused and set aside (a NUL character
 	// PostgreSQL cannot store, a message over the broker's size limit); the
 	// rest of the export went through. A rejected row is tried again when
@@ -55,14 +56,28 @@ type Snapshot interface {
 	Export(ctx context.Context, snap *rows.Snapshot) (Ack, error)
 }
 
+// Parted is a Snapshot backend that writes an export split into parts
+// (SEMANTICS §4.4), all of them as one unit for readers: one commit, or
+// the objects of every part before the manifest that names them.
+type Parted interface {
+	ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (Ack, error)
+}
+
 // Whole adapts a Snapshot backend: it always receives the whole new
-// snapshot.
+// snapshot, and its parts when the binding's ceiling splits it.
 func Whole(s Snapshot) Backend { return whole{s} }
 
 type whole struct{ s Snapshot }
 
 func (w whole) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
-	return w.s.Export(ctx, d.Next)
+	if p, ok := w.s.(Parted); ok && len(d.Parts) > 1 {
+		ack, err := p.ExportParts(ctx, d.Next, d.Parts)
+		ack.Parts = len(d.Parts)
+		return ack, err
+	}
+	ack, err := w.s.Export(ctx, d.Next)
+	ack.Parts = 1
+	return ack, err
 }
 
 // ErrPermanent marks errors that retrying cannot fix (bad credentials, a

@@ -35,6 +35,10 @@ type Engine struct {
 	metrics  *actors.Metrics
 	reporter Reporter
 	batch    time.Duration
+	// SeriesEvery spaces the profile series a target computes after row
+	// changes (--collect-metrics-sample-interval); set before targets
+	// start. 0 computes them on every change.
+	SeriesEvery time.Duration
 
 	// Targets and inventories are children of a guardian each, which
 	// supervises them (see guardian.go).
@@ -162,6 +166,20 @@ type TargetSpec struct {
 	// PerNamespace gives each row the object's namespace as its target
 	// namespace (cluster targets).
 	PerNamespace bool
+	// Profile names the target's profile (its profileRef) and Metrics are
+	// the profile's series (spec.metrics), for the profile-driven
+	// Prometheus series.
+	Profile string
+	Metrics []target.Metric
+}
+
+// gvkLabel writes a kind as the profile series label it:
+// group/version/kind, or version/kind for the core group.
+func gvkLabel(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Version + "/" + gvk.Kind
+	}
+	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
 }
 
 // UpsertTarget starts or reconfigures a target. It fails, leaving other
@@ -213,6 +231,7 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	}
 	e.system.Root.Send(ent.pid, &target.Configure{Config: &target.Config{
 		Ref: spec.Ref, Sources: sources, Generation: spec.Generation, Evaluator: eval,
+		Profile: spec.Profile, GVK: gvkLabel(spec.ProfileGVK), Metrics: spec.Metrics, SampleEvery: e.SeriesEvery,
 	}})
 	e.relink()
 	return nil

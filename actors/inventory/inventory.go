@@ -59,6 +59,9 @@ type BindingReport struct {
 	// messages or files, and their bytes.
 	Written int
 	Bytes   int64
+	// Parts is how many parts a snapshot binding's export was split into
+	// by its size ceiling (0 for database and event bindings).
+	Parts int
 	// Rejected counts the rows the backend set aside in the last
 	// acknowledged export; RejectedKeys names the first few, and Reason
 	// says why for the first.
@@ -248,7 +251,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 
 // sameBinding reports whether a running binding can keep its actor.
 func sameBinding(a, b sink.Config) bool {
-	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type
+	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type && a.MaxBytes == b.MaxBytes && a.Partitioned == b.Partitioned
 }
 
 // schedule coalesces changes for one batch window.
@@ -333,7 +336,7 @@ func (a *actorState) result(r *sink.Result) {
 	} else {
 		b.report.Err, b.report.Permanent = "", false
 		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
-		b.report.Written, b.report.Bytes = r.Ack.Written, r.Ack.Bytes
+		b.report.Written, b.report.Bytes, b.report.Parts = r.Ack.Written, r.Ack.Bytes, r.Ack.Parts
 		b.report.Rejected, b.report.RejectedKeys, b.report.RejectedReason = len(r.Ack.Rejected), r.Ack.RejectedKeys(maxRejectedKeys), ""
 		if len(r.Ack.Rejected) > 0 {
 			b.report.RejectedReason = r.Ack.Rejected[0].Reason

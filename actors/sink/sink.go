@@ -32,6 +32,12 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 	OpenAfter               int
 	Timeout                 time.Duration
+	// MaxBytes is the binding's size ceiling (SEMANTICS §4.4; 0: none): a
+	// snapshot binding (Partitioned) splits a larger export into parts,
+	// and a row whose envelope alone is larger fails any binding, for
+	// good.
+	MaxBytes    int64
+	Partitioned bool
 }
 
 func (c *Config) defaults() {
@@ -276,6 +282,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, d.ack.Written, res.At.Unix(), 0)
 		a.metrics.Rejected(a.cfg.Inventory, a.cfg.Key, len(d.ack.Rejected))
+		a.metrics.Parts(a.cfg.Inventory, a.cfg.Key, d.ack.Parts)
 	} else {
 		res.Permanent = errors.Is(d.err, sinks.ErrPermanent)
 		class := "transient"

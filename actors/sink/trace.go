@@ -24,6 +24,11 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 	defer span.End()
 	d := rows.Diff(acked, snap)
 	d.Export = export
+	if err := ceiling(cfg, d); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return sinks.Ack{}, err
+	}
+	span.SetAttributes(attribute.Int("kollect.parts", max(len(d.Parts), 1)))
 	span.SetAttributes(attribute.Int("kollect.rows.upserted", len(d.Upserts)), attribute.Int("kollect.rows.deleted", len(d.Deletes)),
 		attribute.Bool("kollect.delta.full", d.Full()))
 	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))
@@ -36,6 +41,26 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 	}
 	write.End()
 	return ack, err
+}
+
+// ceiling applies the binding's size ceiling: a snapshot binding's export
+// is split into parts; for other bindings, whose unit is a row, only the
+// rows they will write are checked. A row too large for the ceiling fails
+// the export for good.
+func ceiling(cfg Config, d *rows.Delta) error {
+	if cfg.MaxBytes <= 0 {
+		return nil
+	}
+	var err error
+	if cfg.Partitioned {
+		d.Parts, err = rows.Partition(d.Next, cfg.MaxBytes)
+	} else {
+		err = rows.CheckItems(d.Next, d.Upserts, cfg.MaxBytes)
+	}
+	if err != nil {
+		return sinks.Permanent(err)
+	}
+	return nil
 }
 
 // safeExport turns a backend panic into an export error: a bug in one

@@ -3,8 +3,10 @@ package target
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +33,12 @@ type Config struct {
 	Evaluator  *collect.Evaluator
 	Sources    []Source
 	Generation int64
+	// Profile and GVK label the target's profile series; Metrics are the
+	// profile's (none: a sum per numeric attribute); the series are
+	// computed at most once per SampleEvery after a row change.
+	Profile, GVK string
+	Metrics      []Metric
+	SampleEvery  time.Duration
 }
 
 // Configure replaces the target's configuration; every cached object is
@@ -51,6 +59,10 @@ type Report struct {
 	Count               int
 	ExtractionFailures  int
 	LastExtractionError string
+	// Profile, GVK and Series are the target's profile series (§2.9);
+	// Series is a new value only when they were computed again.
+	Profile, GVK string
+	Series       *Series
 }
 
 // Reporter receives reports; it must not block.
@@ -85,7 +97,17 @@ type actorState struct {
 	lastErr  string
 	subs     map[string]subscription
 	reported Report
+
+	// series are the last profile series computed; seriesDirty says rows
+	// changed since, seriesAt when, seriesTimer waits out the interval.
+	series      *Series
+	seriesDirty bool
+	seriesAt    time.Time
+	seriesTimer scheduler.CancelFunc
 }
+
+// seriesDue: the sample interval has passed since the last series.
+type seriesDue struct{}
 
 type subscription struct {
 	pid    *actor.PID
@@ -142,6 +164,10 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		a.metrics.Restarted("target")
 		a.metrics.ItemsDelta(-len(a.rows))
+		a.stopSeries()
+	case seriesDue:
+		a.seriesTimer = nil
+		a.maybeSeries(ctx)
 	case *Configure:
 		a.cfg, a.frozen = msg.Config, false
 		a.inbox.remember(a.cfg, a.subs, false)
@@ -197,6 +223,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 			ctx.Send(sub.pid, &messages.TargetGone{Target: a.ref()})
 		}
 		a.metrics.ItemsDelta(-len(a.rows))
+		a.stopSeries()
 	}
 }
 
@@ -223,6 +250,8 @@ func (a *actorState) resync(ctx actor.Context) {
 	for _, sub := range a.subs {
 		sub.send(ctx, full)
 	}
+	a.seriesDirty = true
+	a.maybeSeries(ctx)
 	a.report()
 }
 
@@ -345,12 +374,38 @@ func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key
 		for _, sub := range a.subs {
 			sub.send(ctx, msg)
 		}
+		a.seriesDirty = true
+		a.maybeSeries(ctx)
 	}
 	a.report()
 }
 
+// maybeSeries computes the profile series after a row change, at most once
+// per sample interval: sooner changes wait for the interval's timer.
+func (a *actorState) maybeSeries(ctx actor.Context) {
+	if !a.seriesDirty || a.cfg == nil || a.reporter == nil {
+		return
+	}
+	if wait := a.cfg.SampleEvery - time.Since(a.seriesAt); !a.seriesAt.IsZero() && wait > 0 {
+		if a.seriesTimer == nil {
+			a.seriesTimer = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), seriesDue{})
+		}
+		return
+	}
+	a.series, a.seriesAt, a.seriesDirty = computeSeries(a.rows, a.cfg.Metrics), time.Now(), false
+	a.report()
+}
+
+func (a *actorState) stopSeries() {
+	if a.seriesTimer != nil {
+		a.seriesTimer()
+		a.seriesTimer = nil
+	}
+}
+
 func (a *actorState) report() {
-	r := Report{Ref: a.ref(), Generation: a.cfg.Generation, Count: len(a.rows), ExtractionFailures: len(a.failures)}
+	r := Report{Ref: a.ref(), Generation: a.cfg.Generation, Count: len(a.rows), ExtractionFailures: len(a.failures),
+		Profile: a.cfg.Profile, GVK: a.cfg.GVK, Series: a.series}
 	if len(a.failures) > 0 {
 		r.LastExtractionError = a.lastErr
 	}

@@ -88,6 +88,11 @@ type InventorySinkExportStatus struct {
 	// lastExportBytes is the number of bytes that export sent.
 	// +optional
 	LastExportBytes *int64 `json:"lastExportBytes,omitempty"`
+	// lastExportParts is how many parts a snapshot sink's last export was
+	// split into by the binding's maxExportBytes (1: not split). A Kollect
+	// addition.
+	// +optional
+	LastExportParts int32 `json:"lastExportParts,omitempty"`
 	// rejectedCount is the number of rows the sink refused and set aside in
 	// the last acknowledged export (for example a NUL character PostgreSQL
 	// cannot store, or a message over the broker's size limit); the rest

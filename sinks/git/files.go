@@ -12,7 +12,9 @@ import (
 // repository: what a sink that writes through an API (GitLab) commits.
 // Paths, templates and content are the Git sink's, so the two write the
 // same tree.
-func (l Layout) Files(snap *rows.Snapshot) (map[string][]byte, error) {
+// parts, when the binding's ceiling split the export, make a document
+// layout write one document per part.
+func (l Layout) Files(snap *rows.Snapshot, parts []*rows.Part) (map[string][]byte, error) {
 	if l.Mode == "" {
 		if key, ok := manifestKey(snap); ok {
 			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
@@ -20,15 +22,13 @@ func (l Layout) Files(snap *rows.Snapshot) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	if l.Mode != "perResource" {
-		data, err := l.renderDocument(snap)
-		if err != nil {
-			return nil, fmt.Errorf("render document: %w", err)
+		for _, part := range wholeOr(snap, parts) {
+			p, data, err := l.renderPart(part)
+			if err != nil {
+				return nil, err
+			}
+			out[p] = data
 		}
-		p, err := l.documentFile(snap.Inventory)
-		if err != nil {
-			return nil, err
-		}
-		out[p] = data
 		return out, nil
 	}
 	hashes := make(map[string]plumbing.Hash, len(snap.Rows))

@@ -173,6 +173,59 @@ func (l Layout) renderItem(r *rows.Row) ([]byte, error) {
 	return encodeFile(l.Format, payload, true)
 }
 
+// wholeOr is the parts of an export, or the whole snapshot as one part.
+func wholeOr(snap *rows.Snapshot, parts []*rows.Part) []*rows.Part {
+	if len(parts) > 1 {
+		return parts
+	}
+	return []*rows.Part{{Snapshot: snap}}
+}
+
+// renderPart renders one part's document and its path: the document's
+// path with the part's suffix before the extension.
+func (l Layout) renderPart(part *rows.Part) (string, []byte, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if l.Format == "json" {
+		data = part.Envelope("")
+	} else if data, err = l.renderDocument(part.Snapshot); err != nil {
+		return "", nil, fmt.Errorf("render document: %w", err)
+	}
+	p, err := l.documentFile(part.Inventory)
+	if err != nil {
+		return "", nil, err
+	}
+	return partPath(p, part.Suffix()), data, nil
+}
+
+// partPath puts a part suffix before a path's extension.
+func partPath(p, suffix string) string {
+	if suffix == "" {
+		return p
+	}
+	ext := path.Ext(p)
+	if strings.Contains(ext, "/") {
+		ext = ""
+	}
+	return strings.TrimSuffix(p, ext) + suffix + ext
+}
+
+// partName matches a part suffix and the extension after it.
+var partName = regexp.MustCompile(`^\.part-[0-9]{4,}-of-[0-9]{4,}$`)
+
+// isPartOf reports whether p is a part file of the document doc.
+func isPartOf(doc, p string) bool {
+	ext := path.Ext(doc)
+	base := strings.TrimSuffix(doc, ext)
+	rest, ok := strings.CutPrefix(p, base)
+	if !ok || !strings.HasSuffix(rest, ext) {
+		return false
+	}
+	return partName.MatchString(strings.TrimSuffix(rest, ext))
+}
+
 // renderDocument encodes the whole snapshot as one document.
 func (l Layout) renderDocument(snap *rows.Snapshot) ([]byte, error) {
 	switch l.Format {

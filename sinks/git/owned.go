@@ -87,6 +87,8 @@ func (s *Sink) ownedCommit(id rows.Identity, paths map[string]bool) (plumbing.Re
 func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool, error) {
 	ref := s.cfg.Layout.ownedRef(id)
 	spec := config.RefSpec("+" + string(ref) + ":" + string(ref))
+	ctx, cancel := s.transfer(ctx)
+	defer cancel()
 	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):

@@ -75,8 +75,8 @@ type Sink struct {
 	// summary are the files of the last render that describe the whole
 	// snapshot (a JSON document, a split index): they carry the export
 	// time, so an unchanged snapshot must not rewrite them.
-	summary map[string]bool
-	commits int // made by this process, for garbage collection
+	summary map[string]string // path → the checksum the file carries
+	commits int               // made by this process, for garbage collection
 }
 
 type entry struct {
@@ -161,18 +161,28 @@ func (s *Sink) auth() transport.AuthMethod {
 
 // Export makes the branch hold exactly the files of snap, in one commit.
 func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	return s.ExportParts(ctx, snap, nil)
+}
+
+// ExportParts is Export of a snapshot split by the binding's size ceiling:
+// a document layout writes one document per part
+// (<name>.part-NNNN-of-MMMM<ext>), all in the one commit; tree layouts
+// write a file per row whatever the parts.
+func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ack, err := s.export(ctx, snap)
+	ack, err := s.export(ctx, snap, parts)
 	if errors.Is(err, gogit.ErrNonFastForwardUpdate) || isRejected(err) {
 		// Someone else pushed: rebase onto the new tip once.
 		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
-		ack, err = s.export(ctx, snap)
+		ack, err = s.export(ctx, snap, parts)
 	}
 	return ack, err
 }
 
-func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+var _ sinks.Parted = (*Sink)(nil)
+
+func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	base, err := s.fetch(ctx)
 	if err != nil {
 		return sinks.Ack{}, err
@@ -181,7 +191,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	files, bytes, err := s.render(snap)
+	files, bytes, err := s.render(snap, parts)
 	if err != nil {
 		return sinks.Ack{}, sinks.Permanent(err)
 	}
@@ -273,7 +283,7 @@ func (s *Sink) wroteBefore(snap *rows.Snapshot, p string) bool {
 	l := s.cfg.Layout
 	if l.Mode != "perResource" {
 		doc, _ := l.documentFile(snap.Inventory)
-		return p == doc
+		return p == doc || isPartOf(doc, p)
 	}
 	// No record in the remote (written by an older version): claim the
 	// files under the item tree's fixed prefix only when that prefix is
@@ -290,6 +300,8 @@ func (s *Sink) remoteRef() plumbing.ReferenceName {
 // missing branch gives the zero hash.
 func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", s.cfg.Branch, s.remoteRef()))
+	ctx, cancel := s.transfer(ctx)
+	defer cancel()
 	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
@@ -351,7 +363,7 @@ func (s *Sink) flatten(base plumbing.Hash) (map[string]entry, error) {
 }
 
 // render writes the blobs of this export and returns path → blob hash.
-func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, error) {
+func (s *Sink) render(snap *rows.Snapshot, parts []*rows.Part) (map[string]plumbing.Hash, int64, error) {
 	l := s.cfg.Layout
 	if l.Mode == "" {
 		if key, ok := manifestKey(snap); ok {
@@ -361,26 +373,25 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 		}
 	}
 	files := map[string]plumbing.Hash{}
-	s.summary = map[string]bool{}
+	s.summary = map[string]string{}
 	var total int64
 	if l.Mode != "perResource" {
-		data, err := l.renderDocument(snap)
-		if err != nil {
-			return nil, 0, fmt.Errorf("render document: %w", err)
+		for _, part := range wholeOr(snap, parts) {
+			p, data, err := l.renderPart(part)
+			if err != nil {
+				return nil, 0, err
+			}
+			h, err := s.blob(data)
+			if err != nil {
+				return nil, 0, err
+			}
+			files[p] = h
+			total += int64(len(data))
+			if l.Format == "json" {
+				s.summary[p] = part.Checksum // the envelope carries exportedAt
+			}
 		}
-		h, err := s.blob(data)
-		if err != nil {
-			return nil, 0, err
-		}
-		p, err := l.documentFile(snap.Inventory)
-		if err != nil {
-			return nil, 0, err
-		}
-		files[p] = h
-		if l.Format == "json" {
-			s.summary[p] = true // the envelope carries exportedAt
-		}
-		return files, int64(len(data)), nil
+		return files, total, nil
 	}
 	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
 	for _, r := range snap.Rows {
@@ -421,7 +432,7 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 			return nil, 0, err
 		}
 		files[p] = h
-		s.summary[p] = true // the index carries exportedAt
+		s.summary[p] = snap.Checksum // the index carries exportedAt
 		total += int64(len(data))
 	}
 	return files, total, nil
@@ -432,7 +443,7 @@ func (s *Sink) render(snap *rows.Snapshot) (map[string]plumbing.Hash, int64, err
 // snapshot (same checksum): only its export time would change, and a
 // restart or a repeated export must not make a commit for that.
 func (s *Sink) keepUnchangedSummaries(snap *rows.Snapshot, flat map[string]entry, files map[string]plumbing.Hash) {
-	for p := range s.summary {
+	for p, sum := range s.summary {
 		old, ok := flat[p]
 		if !ok || old.hash == files[p] {
 			continue
@@ -448,7 +459,7 @@ func (s *Sink) keepUnchangedSummaries(snap *rows.Snapshot, flat map[string]entry
 		head := make([]byte, 512) // the checksum comes first in both
 		n, _ := io.ReadFull(r, head)
 		r.Close()
-		if bytes.Contains(head[:n], []byte(snap.Checksum)) {
+		if bytes.Contains(head[:n], []byte(sum)) {
 			files[p] = old.hash
 		}
 	}
@@ -572,6 +583,8 @@ func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool, o
 	if owned != "" {
 		specs = append(specs, config.RefSpec("+"+string(owned)+":"+string(owned)))
 	}
+	ctx, cancel := s.transfer(ctx)
+	defer cancel()
 	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
@@ -580,6 +593,30 @@ func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool, o
 		return sinks.Permanent(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err))
 	}
 	return fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err)
+}
+
+// localTransferTimeout bounds a fetch or push to a local remote, which
+// is not canceled (see transfer).
+const localTransferTimeout = 2 * time.Minute
+
+// transfer is the context of one fetch or push. A local remote (file://)
+// is served by git processes this one starts, and go-git kills them when
+// the context ends: a receive-pack killed while it holds the branch's lock
+// leaves refs/heads/<branch>.lock behind, and every later push fails until
+// someone removes it (a SIGTERM during an export did exactly that). So a
+// transfer to a local remote runs to its end, bounded by
+// localTransferTimeout, whatever happens to the export's context; a remote
+// server handles a dropped connection itself.
+func (s *Sink) transfer(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !isLocal(s.cfg.URL) {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), localTransferTimeout)
+}
+
+// isLocal reports whether a remote URL names a repository on this machine.
+func isLocal(u string) bool {
+	return strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/")
 }
 
 // redact drops userinfo from a URL before it reaches an error message.

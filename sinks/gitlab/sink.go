@@ -117,16 +117,24 @@ func (s *Sink) branch(id rows.Identity) string {
 
 // Export makes the branch hold snap's files in one commit.
 func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
-	ack, err := s.export(ctx, snap, false)
+	return s.ExportParts(ctx, snap, nil)
+}
+
+// ExportParts is Export of a snapshot split by the binding's size ceiling:
+// a document layout commits one document per part, in the one commit.
+func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
+	ack, err := s.export(ctx, snap, parts, false)
 	if err != nil && errors.Is(err, sinks.ErrPermanent) && strings.Contains(err.Error(), "400") {
 		// The branch changed under us (a file created or removed by hand):
 		// list it again and rebuild the commit once.
-		ack, err = s.export(ctx, snap, true)
+		ack, err = s.export(ctx, snap, parts, true)
 	}
 	return ack, err
 }
 
-func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, relist bool) (sinks.Ack, error) {
+var _ sinks.Parted = (*Sink)(nil)
+
+func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part, relist bool) (sinks.Ack, error) {
 	id := snap.Inventory
 	br := s.branch(id)
 	_, err := s.api.branch(ctx, br)
@@ -141,7 +149,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, relist bool) (si
 	files := map[string][]byte{} // an empty snapshot removes every file the sink wrote
 	if len(snap.Rows) > 0 {
 		var err error
-		if files, err = s.cfg.Git.Layout.Files(snap); err != nil {
+		if files, err = s.cfg.Git.Layout.Files(snap, parts); err != nil {
 			return sinks.Ack{}, sinks.Permanent(err)
 		}
 	}

@@ -66,6 +66,14 @@ type object struct {
 	rows []*rows.Row
 	// single: a perResource object, the row's own JSON (json format).
 	single bool
+	// index and total place a document split by the size ceiling among
+	// its parts (0: not split).
+	index, total int
+}
+
+// suffix is the part's name suffix, or "".
+func (o object) suffix() string {
+	return (&rows.Part{Index: o.index, Total: o.total}).Suffix()
 }
 
 // encoder turns objects into bytes in one format and compression.
@@ -94,10 +102,12 @@ func (e *encoder) encode(o object) ([]byte, error) {
 	case Parquet:
 		return e.parquet(o)
 	default:
-		if o.single && len(o.rows) == 1 {
+		switch {
+		case o.single && len(o.rows) == 1:
 			body = o.rows[0].JSON()
-		} else {
-			body = rows.NewSnapshot(o.id, o.rows, e.now()).Envelope("")
+		default:
+			part := &rows.Part{Snapshot: rows.NewSnapshot(o.id, o.rows, e.now()), Index: o.index, Total: o.total}
+			body = part.Envelope("")
 		}
 	}
 	if err != nil {

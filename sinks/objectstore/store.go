@@ -77,7 +77,7 @@ func Paths(cfg Config, snap *rows.Snapshot) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := s.objects(snap)
+	objs, err := s.objects(snap, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +140,7 @@ type manifest struct {
 	Settings      string           `json:"settings"`
 	ExportedAt    time.Time        `json:"exportedAt"`
 	ItemCount     int              `json:"itemCount"`
+	PartTotal     int              `json:"partTotal,omitempty"` // document objects a split export wrote
 	Objects       map[string]entry `json:"objects"`
 }
 
@@ -176,11 +177,23 @@ func (s *Store) settings() string {
 // Export makes the bucket hold snap: changed objects, then the manifest,
 // then the deletes.
 func (s *Store) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
-	ack, err := s.export(ctx, snap)
+	ack, err := s.export(ctx, snap, nil)
 	return ack, s.redact(err)
 }
 
-func (s *Store) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+// ExportParts is Export of a snapshot split by the binding's size ceiling:
+// a document layout writes one object per part (the name carries
+// .part-NNNN-of-MMMM); the manifest, written after them, names them all.
+// Other layouts write objects of one row or one namespace, whatever the
+// parts.
+func (s *Store) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
+	ack, err := s.export(ctx, snap, parts)
+	return ack, s.redact(err)
+}
+
+var _ sinks.Parted = (*Store)(nil)
+
+func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	id := snap.Inventory
 	mKey, pKey := s.metaKey(id, ".json"), s.metaKey(id, ".pending.json")
 	var old manifest
@@ -193,7 +206,11 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, err
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	if hadManifest && !hadPending && old.Checksum == snap.Checksum && old.Settings == s.settings() && old.Generation == id.Generation {
+	total := 0
+	if len(parts) > 1 && s.cfg.Layout == Document {
+		total = len(parts)
+	}
+	if hadManifest && !hadPending && old.Checksum == snap.Checksum && old.Settings == s.settings() && old.Generation == id.Generation && old.PartTotal == total {
 		return sinks.Ack{Rows: len(snap.Rows), Revision: shortSum(snap.Checksum)}, nil
 	}
 	if len(snap.Rows) == 0 {
@@ -207,13 +224,13 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, err
 		}
 		return sinks.Ack{Changed: hadManifest || hadPending, Written: old.ItemCount}, nil
 	}
-	objs, err := s.objects(snap)
+	objs, err := s.objects(snap, parts)
 	if err != nil {
 		return sinks.Ack{}, sinks.Permanent(err)
 	}
 	next := manifest{SchemaVersion: rows.SchemaVersion, Namespace: id.Namespace, Name: id.Name, Generation: id.Generation,
 		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Now().UTC(),
-		ItemCount: len(snap.Rows), Objects: make(map[string]entry, len(objs))}
+		ItemCount: len(snap.Rows), PartTotal: total, Objects: make(map[string]entry, len(objs))}
 	var created []string
 	for _, o := range objs {
 		next.Objects[o.key] = entry{Hash: o.hash, Rows: len(o.rows)}
@@ -272,12 +289,18 @@ type keyed struct {
 }
 
 // objects cuts snap into the layout's objects.
-func (s *Store) objects(snap *rows.Snapshot) ([]keyed, error) {
+func (s *Store) objects(snap *rows.Snapshot, parts []*rows.Part) ([]keyed, error) {
 	id := snap.Inventory
 	var groups []object
 	switch s.cfg.Layout {
 	case Document:
-		groups = []object{{id: id, rows: snap.Rows}}
+		if len(parts) <= 1 {
+			groups = []object{{id: id, rows: snap.Rows}}
+			break
+		}
+		for _, p := range parts {
+			groups = append(groups, object{id: id, rows: p.Rows, index: p.Index, total: p.Total})
+		}
 	case Split:
 		byNS := map[string][]*rows.Row{}
 		var order []string
@@ -309,6 +332,9 @@ func (s *Store) objects(snap *rows.Snapshot) ([]keyed, error) {
 		}
 		seen[k] = true
 		h := sha256.New()
+		if g.total > 0 {
+			fmt.Fprintf(h, "part %d of %d\n", g.index, g.total) // the envelope says which part
+		}
 		for _, r := range g.rows {
 			h.Write(r.JSON())
 			h.Write([]byte{'\n'})
@@ -330,7 +356,7 @@ func (s *Store) objectKey(o object) (string, error) {
 	ext := extension(s.cfg.Format) + s.enc.suffix()
 	first := o.rows[0]
 	if s.cfg.Format == Parquet && s.cfg.Layout != PerResource && s.cfg.PathTemplate == "" {
-		p := fmt.Sprintf("inventory/cluster=%s/ns=%s/name=%s/generation=%d", hive(s.enc.cluster), hive(id.Namespace), hive(id.Name), id.Generation)
+		p := fmt.Sprintf("inventory/cluster=%s/ns=%s/name=%s/generation=%d%s", hive(s.enc.cluster), hive(id.Namespace), hive(id.Name), id.Generation, o.suffix())
 		if s.cfg.Layout == Split {
 			p += "/source_namespace=" + hive(first.Namespace)
 		}
@@ -350,7 +376,7 @@ func (s *Store) objectKey(o object) (string, error) {
 	if !strings.Contains(tmpl, "{extension}") {
 		tmpl += s.enc.suffix() // a literal extension keeps its compression suffix
 	}
-	vars := []string{"{cluster}", s.enc.cluster, "{namespace}", id.Namespace, "{name}", id.Name,
+	vars := []string{"{cluster}", s.enc.cluster, "{namespace}", id.Namespace, "{name}", id.Name + o.suffix(),
 		"{generation}", strconv.FormatInt(id.Generation, 10), "{extension}", ext}
 	if s.cfg.Layout != Document {
 		vars = append(vars, "{sourceNamespace}", orDefault(first.Namespace, "_cluster")) // a cluster-scoped object

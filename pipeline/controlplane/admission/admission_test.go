@@ -185,6 +185,20 @@ spec:
   type: postgres
   exportMinInterval: 5s
   postgres: {databaseRef: {name: dsn}, table: items}`, "spec.exportMinInterval: 5s is below the minimum export interval", ""},
+		{"a BigQuery API root over plain http", `apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: analytics, namespace: team-b}
+spec:
+  type: bigquery
+  endpoint: "http://bigquery.example.com"
+  bigquery: {project: p, dataset: d, table: t}`, "", "BigQuery requests carry an access token"},
+		{"a MongoDB sink with an endpoint it does not use", `apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: documents, namespace: team-b}
+spec:
+  type: mongodb
+  endpoint: "mongodb://db.example.com"
+  mongodb: {databaseRef: {name: uri}, database: d, collection: c}`, "", "spec.endpoint is not used by mongodb sinks"},
 		{"the metadata service", `apiVersion: kollect.dev/v1alpha1
 kind: KollectSnapshotSink
 metadata: {name: metadata, namespace: team-b}

@@ -139,6 +139,15 @@ func objectStoreSink(s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems
 func databaseSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectDatabaseSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
+	ep := strings.ToLower(s.Spec.Endpoint)
+	switch {
+	case ep == "":
+	case s.Spec.Type != "bigquery":
+		warnings = append(warnings, fmt.Sprintf("spec.endpoint is not used by %s sinks: the server's address is in the Secret's connection string", s.Spec.Type))
+	case strings.HasPrefix(ep, "http://") && !strings.EqualFold(s.Annotations[git.AllowPlainHTTPCredentials], "true"):
+		warnings = append(warnings, fmt.Sprintf("spec.endpoint is plain http://: BigQuery requests carry an access token, so exports will refuse it "+
+			"unless the sink is annotated %s: \"true\" (emulators only)", git.AllowPlainHTTPCredentials))
+	}
 	return warnings, problems
 }
 

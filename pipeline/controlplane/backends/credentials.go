@@ -77,14 +77,6 @@ func credentialRefs(sink client.Object) (*kollectv1alpha1.SecretReference, *koll
 		common = &s.Spec.SinkCommonFields
 	case *kollectv1alpha1.KollectDatabaseSink:
 		common = &s.Spec.SinkCommonFields
-		// Types this build does not implement yet still name their
-		// Secrets, for the webhooks' warnings.
-		switch {
-		case s.Spec.MongoDB != nil && s.Spec.Type == "mongodb":
-			return &s.Spec.MongoDB.DatabaseRef, s.Spec.TLS
-		case s.Spec.BigQuery != nil && s.Spec.BigQuery.SecretRef != nil && s.Spec.Type == "bigquery":
-			return s.Spec.BigQuery.SecretRef, s.Spec.TLS
-		}
 	case *kollectv1alpha1.KollectEventSink:
 		common = &s.Spec.SinkCommonFields
 	default:

@@ -21,9 +21,13 @@ import (
 	"kollect.dev/kollect/pipeline/model/endpoint"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/bigquery"
+	"kollect.dev/kollect/sinks/bigquery/bqtest"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
+	"kollect.dev/kollect/sinks/mongodb"
+	"kollect.dev/kollect/sinks/mongodb/mongotest"
 	"kollect.dev/kollect/sinks/nats"
 	"kollect.dev/kollect/sinks/nats/natstest"
 	"kollect.dev/kollect/sinks/postgres"
@@ -45,7 +49,8 @@ func TestEveryBackendDialsThroughTheGuard(t *testing.T) {
 		}
 		return addr
 	}
-	pg, ns, kf := pgtest.Start(t), natstest.Start(t), kafkatest.Start(t)
+	pg, ns, kf, mg, bq := pgtest.Start(t), natstest.Start(t), kafkatest.Start(t), mongotest.Start(t), bqtest.Start(t)
+	bq.CreateDataset("p", "d", "")
 	_, pgPort, _ := net.SplitHostPort(strings.Split(strings.TrimPrefix(pg.DSN(""), "postgres://postgres:"+pgtest.Password+"@"), "/")[0])
 	for _, tc := range []struct {
 		name string
@@ -60,6 +65,17 @@ func TestEveryBackendDialsThroughTheGuard(t *testing.T) {
 		}},
 		{"kafka", func() (sinks.Backend, error) {
 			return kafka.New(kafka.Config{Brokers: []string{"rebind.example:" + port(kf.Brokers()[0])}, Topic: "guarded", Dial: dial})
+		}},
+		{"mongodb", func() (sinks.Backend, error) {
+			return mongodb.New(mongodb.Config{URI: "mongodb://rebind.example:" + port(mg.Addr) + "/?serverSelectionTimeoutMS=3000", Database: "d", Collection: "guarded", Dial: dial})
+		}},
+		{"bigquery", func() (sinks.Backend, error) {
+			hc, err := sinks.HTTPClient(dial, nil, false)
+			if err != nil {
+				return nil, err
+			}
+			return bigquery.New(context.Background(), bigquery.Config{Project: "p", Dataset: "d", Table: "guarded", NoAuth: true,
+				Endpoint: "http://rebind.example:" + port(bq.Addr()), HTTP: hc})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ func ExampleRegistry() {
 	_, err = registry.Type(&kollectv1alpha1.KollectDatabaseSink{Spec: kollectv1alpha1.KollectDatabaseSinkSpec{Type: "cassandra"}})
 	fmt.Println(err)
 	// Output:
-	// [database/postgres event/kafka event/nats snapshot/azureblob snapshot/gcs snapshot/git snapshot/gitlab snapshot/s3]
+	// [database/bigquery database/mongodb database/postgres event/kafka event/nats snapshot/azureblob snapshot/gcs snapshot/git snapshot/gitlab snapshot/s3]
 	// snapshot git <nil>
 	// TLS and git remote reachability verified
 	// cassandra sinks are not implemented in this version of Kollect

@@ -64,6 +64,8 @@ func Types() []Type {
 		gcsType(),
 		azureType(),
 		postgresType(),
+		mongodbType(),
+		bigqueryType(),
 		natsType(),
 		kafkaType(),
 	}

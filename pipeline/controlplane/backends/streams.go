@@ -10,24 +10,7 @@ import (
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/postgres"
 )
-
-func postgresType() Type {
-	return Type{Family: "database", Name: "postgres", Verified: "PostgreSQL ping succeeded",
-		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
-			return postgres.CredentialsRef(&o.(*kollectv1alpha1.KollectDatabaseSink).Spec)
-		},
-		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
-			s := obj.(*kollectv1alpha1.KollectDatabaseSink)
-			cfg, err := postgres.FromSpec(&s.Spec, creds.Data, creds.CA)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Dial = GuardedDial(env.Policy)
-			return postgres.New(cfg)
-		}}
-}
 
 func natsType() Type {
 	return Type{Family: "event", Name: "nats", Verified: "NATS JetStream account info request succeeded",

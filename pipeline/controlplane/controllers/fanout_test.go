@@ -117,9 +117,10 @@ type eventBody struct {
 	} `json:"row"`
 }
 
-// TestOnePipelineManySinks runs one pipeline of our own into Git, a real
-// PostgreSQL, an embedded NATS JetStream and kfake: the same rows land in
-// every sink, an image change becomes one commit, one row update and one
+// TestOnePipelineManySinks runs one pipeline of our own into Git, GitLab,
+// S3, GCS, Azure, a real PostgreSQL, MongoDB (FerretDB), BigQuery (the
+// fake), an embedded NATS JetStream and kfake: the same rows land in every
+// sink, an image change becomes one commit, one row update and one
 // message per stream, and a deleted object becomes a removed file, a
 // deleted row, a delete marker and a tombstone.
 func TestOnePipelineManySinks(t *testing.T) {
@@ -139,6 +140,7 @@ func TestOnePipelineManySinks(t *testing.T) {
 	}
 	lab := gitlabtest.Start(t)
 	lab.CreateProject("platform/fanout")
+	dbs := startDatabases(t)
 	bare := filepath.Join(t.TempDir(), "fanout.git")
 	bareRepo(t, bare)
 
@@ -237,9 +239,10 @@ kind: KollectInventory
 metadata: {name: inventory, namespace: fanout}
 spec:
   snapshotSinkRefs: [git, bucket, gcs, lab, blob]
-  databaseSinkRefs: [warehouse]
+  databaseSinkRefs: [warehouse, documents, analytics]
   eventSinkRefs: [bus, log]
-`, pg.DSN(""), ns.URL(), kf.Brokers()[0], s3test.AccessKey, s3test.SecretKey, s3.URL, gcs.URL, gitlabtest.Token, lab.URL, azuretest.Account, azuretest.Key, az.URL, azuretest.Account))
+`, pg.DSN(""), ns.URL(), kf.Brokers()[0], s3test.AccessKey, s3test.SecretKey, s3.URL, gcs.URL, gitlabtest.Token, lab.URL, azuretest.Account, azuretest.Key, az.URL, azuretest.Account)+
+		dbs.sinksYAML("fanout"))
 
 	natsMessages := func() []eventBody {
 		ms, err := natstest.ReadAll(ctx, ns.URL(), "kollect_events")
@@ -348,13 +351,22 @@ spec:
 			if err != nil {
 				return err
 			}
-			if g.String() != want.String() || p.String() != want.String() || b.String() != want.String() || o.String() != want.String() || l.String() != want.String() {
-				return fmt.Errorf("git %v, postgres %v, s3 %v, gcs %v, gitlab %v, want %v", g, p, b, o, l, want)
+			m, err := dbs.mongoImages(ctx, "fanout", "inventory")
+			if err != nil {
+				return err
+			}
+			q, err := dbs.bqImages("fanout", "inventory")
+			if err != nil {
+				return err
+			}
+			if g.String() != want.String() || p.String() != want.String() || b.String() != want.String() || o.String() != want.String() || l.String() != want.String() ||
+				m.String() != want.String() || q.String() != want.String() {
+				return fmt.Errorf("git %v, postgres %v, s3 %v, gcs %v, gitlab %v, mongodb %v, bigquery %v, want %v", g, p, b, o, l, m, q, want)
 			}
 			return nil
 		}
 	}
-	eventually(t, 30*time.Second, "the same rows land in Git and Postgres", same(images{"api": "api:1", "web": "web:1"}))
+	eventually(t, 30*time.Second, "the same rows land in every snapshot and database sink", same(images{"api": "api:1", "web": "web:1"}))
 	eventually(t, 20*time.Second, "one message per row on NATS and Kafka", func() error {
 		if ms := natsMessages(); len(ms) != 2 {
 			return fmt.Errorf("nats: %d messages", len(ms))
@@ -376,12 +388,17 @@ spec:
 			got[fmt.Sprint(m["name"])] = fmt.Sprintf("%v/%v", m["exportedCount"], m["circuit"])
 		}
 		want := map[string]string{"snapshot/git": "2/Closed", "snapshot/bucket": "2/Closed", "snapshot/gcs": "2/Closed", "snapshot/lab": "2/Closed", "snapshot/blob": "2/Closed",
-			"database/warehouse": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
+			"database/warehouse": "2/Closed", "database/documents": "2/Closed", "database/analytics": "2/Closed", "event/bus": "2/Closed", "event/log": "2/Closed"}
 		if !maps.Equal(got, want) {
 			return fmt.Errorf("sinkExports %v", got)
 		}
 		if s, _, m := condition(get(t, "KollectDatabaseSink", "fanout", "warehouse"), "ConnectionVerified"); s != "True" || m != "PostgreSQL ping succeeded" {
 			return fmt.Errorf("database sink ConnectionVerified=%s %s", s, m)
+		}
+		for name, msg := range map[string]string{"documents": "MongoDB ping succeeded", "analytics": "BigQuery dataset metadata and dry-run query succeeded"} {
+			if s, _, m := condition(get(t, "KollectDatabaseSink", "fanout", name), "ConnectionVerified"); s != "True" || m != msg {
+				return fmt.Errorf("%s sink ConnectionVerified=%s %s", name, s, m)
+			}
 		}
 		if s, _, m := condition(get(t, "KollectEventSink", "fanout", "bus"), "ConnectionVerified"); s != "True" {
 			return fmt.Errorf("nats sink ConnectionVerified=%s %s", s, m)

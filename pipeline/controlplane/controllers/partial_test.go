@@ -11,9 +11,10 @@ import (
 )
 
 // TestFailingBindingsDoNotBlockOthers binds an inventory to a Git sink, to
-// a Postgres sink whose DSN Secret is missing and to a MongoDB sink (not
-// implemented in this version): Git keeps exporting, the failing bindings
-// and sinks say what to fix, and the inventory is PartiallySynced.
+// a Postgres sink whose DSN Secret is missing and to a MongoDB sink whose
+// URI asks to read a file of the operator's: Git keeps exporting, the
+// failing bindings and sinks say what to fix, and the inventory is
+// PartiallySynced.
 func TestFailingBindingsDoNotBlockOthers(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "partial.git")
 	bareRepo(t, bare)
@@ -25,6 +26,11 @@ metadata: {name: warehouse, namespace: partial}
 spec:
   type: postgres
   postgres: {databaseRef: {name: dsn}, table: inventory_items}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: mongo-uri, namespace: partial}
+stringData: {uri: 'mongodb://db.example:27017/?tls=true&tlsCAFile=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt'}
 ---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectDatabaseSink
@@ -45,7 +51,7 @@ spec:
 		inv := get(t, "KollectInventory", "partial", "inventory")
 		s, r, m := condition(inv, "Synced")
 		if s != "False" || r != "PartiallySynced" || !strings.Contains(m, "database/warehouse: credentials Secret partial/dsn not found") ||
-			!strings.Contains(m, "database/documents: mongodb sinks are not implemented") {
+			!strings.Contains(m, "database/documents: the MongoDB URI option tlsCAFile is not allowed") {
 			return fmt.Errorf("Synced=%s/%s: %s", s, r, m)
 		}
 		if s, r, _ := condition(inv, "Ready"); s != "True" || r != "PartiallySynced" {
@@ -59,7 +65,7 @@ spec:
 	})
 	for name, want := range map[string][2]string{
 		"warehouse": {"SecretResolveFailed", "credentials Secret partial/dsn not found"},
-		"documents": {"ConnectionTestFailed", "mongodb sinks are not implemented"},
+		"documents": {"ConnectionTestFailed", "the MongoDB URI option tlsCAFile is not allowed"},
 	} {
 		eventually(t, 20*time.Second, name+" says why its probe fails", func() error {
 			s, r, m := condition(get(t, "KollectDatabaseSink", "partial", name), "ConnectionVerified")

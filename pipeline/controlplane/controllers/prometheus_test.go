@@ -57,59 +57,19 @@ func TestMetricsParseWithTheExpectedLabels(t *testing.T) {
 // every query of the Grafana dashboard. It runs after this package's
 // pipeline tests, whose actors provide the series.
 func TestPrometheusScrapesTheManager(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus not found: run `make test-deps`: %v", err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 1s}
-scrape_configs:
-  - job_name: kollect
-    static_configs: [{targets: ['%s']}]
-`, metricsAddr)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+listen, "--log.level=warn")
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
+	listen, log := startPrometheus(t)
 	query := func(q string) (map[string]bool, error) {
-		resp, err := http.Get("http://" + listen + "/api/v1/query?query=" + q)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var body struct {
-			Status string
-			Data   struct {
-				Result []struct{ Metric map[string]string }
-			}
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			return nil, err
-		}
+		samples, err := promQuery(listen, q)
 		actors := map[string]bool{}
-		for _, r := range body.Data.Result {
+		for _, r := range samples {
 			actors[r.Metric["actor"]] = true
 		}
-		return actors, nil
+		return actors, err
 	}
 	eventually(t, 30*time.Second, "Prometheus has scraped mailbox depth by actor kind", func() error {
-		actors, err := query("count%20by%20(actor)%20(kollect_actor_mailbox_depth)")
+		actors, err := query("count by (actor) (kollect_actor_mailbox_depth)")
 		if err != nil {
-			return fmt.Errorf("%v (prometheus log: %s)", err, log.String())
+			return fmt.Errorf("%v (prometheus log: %s)", err, log)
 		}
 		for _, a := range []string{"target", "inventory", "sink"} {
 			if !actors[a] {
@@ -118,7 +78,7 @@ scrape_configs:
 		}
 		return nil
 	})
-	if up, err := query("up%7Bjob%3D%22kollect%22%7D%20%3D%3D%201"); err != nil || len(up) == 0 {
+	if up, err := query(`up{job="kollect"} == 1`); err != nil || len(up) == 0 {
 		t.Errorf("up{job=\"kollect\"} == 1 returned nothing (%v)", err)
 	}
 
@@ -152,8 +112,75 @@ scrape_configs:
 		}
 	}
 	for _, q := range []string{"max by (inventory) (kollect_inventory_items)", "max by (actor) (kollect_actor_mailbox_depth)"} {
-		if got, err := query(url.QueryEscape(q)); err != nil || len(got) == 0 {
+		if got, err := query(q); err != nil || len(got) == 0 {
 			t.Errorf("%s returned no series (%v)", q, err)
 		}
 	}
+}
+
+// startPrometheus runs a real Prometheus (Debian's package) that scrapes
+// the manager every second; it returns its address and its log.
+func startPrometheus(t *testing.T) (string, *strings.Builder) {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatalf("prometheus not found: run `make test-deps`: %v", err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global: {scrape_interval: 1s, scrape_timeout: 1s}
+scrape_configs:
+  - job_name: kollect
+    static_configs: [{targets: ['%s']}]
+`, metricsAddr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+listen, "--log.level=warn")
+	log := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return listen, log
+}
+
+// promSample is one series of an instant query's result.
+type promSample struct {
+	Metric map[string]string
+	Value  []any // [time, "value"]
+}
+
+func (s promSample) value() string {
+	if len(s.Value) == 2 {
+		return fmt.Sprint(s.Value[1])
+	}
+	return ""
+}
+
+// promQuery runs an instant query.
+func promQuery(listen, q string) ([]promSample, error) {
+	resp, err := http.Get("http://" + listen + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status, Error string
+		Data          struct{ Result []promSample }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", q, body.Error)
+	}
+	return body.Data.Result, nil
 }

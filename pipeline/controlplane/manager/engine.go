@@ -74,6 +74,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// The actor system logs through the manager's logger.
 	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow,
 		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
+	eng.SeriesEvery = o.MetricsSampleInterval
 	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
 		return fmt.Errorf("add engine: %w", err)
 	}
@@ -92,7 +93,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Git over HTTP(S) dials through the same guard as every other backend.
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
-	resolver := &inventory.Resolver{Client: mgr.GetClient(),
+	resolver := &inventory.Resolver{Client: mgr.GetClient(), MaxBytes: o.MaxExportBytes,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Metrics: cm,
 		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},

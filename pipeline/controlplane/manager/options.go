@@ -109,7 +109,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Accepted for compatibility (kubernetes or disabled); no effect: this version has no inventory HTTP API.")
 	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
 
-	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Upper bound of the maxExportBytes fields (checked at admission); exports are not split into parts in this version.")
+	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it fails its binding.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
 	fs.IntVar(&o.ConcurrentClusterTarget, "max-concurrent-reconciles-cluster-target", 2, "Concurrent KollectClusterTarget reconciles.")
@@ -127,7 +127,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DispatchQueueSize, "collect-dispatch-queue-size", 512, "Accepted for compatibility; the actor engine coalesces by object instead of queueing.")
 	fs.DurationVar(&o.DispatchEnqueueWait, "collect-dispatch-enqueue-wait", 25*time.Millisecond, "Accepted for compatibility; informer goroutines never block.")
 	fs.DurationVar(&o.InformerResyncPeriod, "informer-resync-period", 12*time.Hour, "Resync period of the collection informers.")
-	fs.DurationVar(&o.MetricsSampleInterval, "collect-metrics-sample-interval", 30*time.Second, "Accepted for compatibility; no effect: profile-derived metrics are not part of this version.")
+	fs.DurationVar(&o.MetricsSampleInterval, "collect-metrics-sample-interval", 30*time.Second, "Minimum spacing of a target's profile-derived series (kollect_custom_resource_series) after its rows change.")
 
 	fs.DurationVar(&o.StatusFlushInterval, "status-flush-interval", time.Second, "Minimum spacing of the status writes an engine report triggers, per object.")
 	fs.DurationVar(&o.ExportBatchWindow, "export-batch-window", 200*time.Millisecond, "How long an inventory gathers row changes before it builds a snapshot.")
@@ -172,14 +172,13 @@ func (o *Options) Validate() error {
 // noEffect are the flags accepted for compatibility with upstream that do
 // nothing in this version, with the reason.
 var noEffect = map[string]string{
-	"inventory-http-enabled":          "this version has no inventory HTTP API",
-	"inventory-http-port":             "this version has no inventory HTTP API",
-	"inventory-auth-mode":             "this version has no inventory HTTP API",
-	"inventory-auth-cache-ttl":        "this version has no inventory HTTP API",
-	"collect-dispatch-workers":        "the actor engine sizes itself",
-	"collect-dispatch-queue-size":     "the actor engine coalesces by object instead of queueing",
-	"collect-dispatch-enqueue-wait":   "informer goroutines never block",
-	"collect-metrics-sample-interval": "profile-derived metrics are not part of this version",
+	"inventory-http-enabled":        "this version has no inventory HTTP API",
+	"inventory-http-port":           "this version has no inventory HTTP API",
+	"inventory-auth-mode":           "this version has no inventory HTTP API",
+	"inventory-auth-cache-ttl":      "this version has no inventory HTTP API",
+	"collect-dispatch-workers":      "the actor engine sizes itself",
+	"collect-dispatch-queue-size":   "the actor engine coalesces by object instead of queueing",
+	"collect-dispatch-enqueue-wait": "informer goroutines never block",
 }
 
 // Ignored lists the flags set on fs that have no effect, each with why, so

@@ -172,7 +172,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			t := metav1.NewTime(b.LastExport)
 			n, w, by := int64(b.Exported), int64(b.Written), b.Bytes
 			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
-			e.LastWrittenCount, e.LastExportBytes = &w, &by
+			e.LastWrittenCount, e.LastExportBytes, e.LastExportParts = &w, &by, int32(b.Parts)
 			e.RejectedCount, e.RejectedKeys, e.RejectedReason = int32(b.Rejected), b.RejectedKeys, b.RejectedReason
 			if minCount == nil || n < *minCount {
 				minCount = &n

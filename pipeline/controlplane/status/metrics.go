@@ -40,10 +40,12 @@ type collectedSeries struct {
 
 // RegisterMetrics publishes the writer's series with reg.
 func (w *Writer) RegisterMetrics(reg prometheus.Registerer) error {
-	if err := reg.Register(w.degraded); err != nil {
-		return err
+	for _, c := range []prometheus.Collector{w.degraded, w.collected, w.series, w.series.capped} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
 	}
-	return reg.Register(w.collected)
+	return nil
 }
 
 // countCollected records a target's row count under its profile and kind
@@ -109,6 +111,7 @@ func (w *Writer) observe(key Key, conds []metav1.Condition) {
 
 // forgetMetrics drops a gone object's series; the caller holds w.mu.
 func (w *Writer) forgetMetrics(key Key) {
+	w.series.forget(key)
 	if c, ok := w.collectedBy[key]; ok {
 		delete(w.collectedBy, key)
 		w.addCollected(c.profile, c.gvk, -c.count, -1)

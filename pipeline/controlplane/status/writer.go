@@ -57,6 +57,7 @@ type Writer struct {
 	collected      *prometheus.GaugeVec
 	collectedBy    map[Key]collectedSeries
 	collectedSum   map[[2]string]collectedTotal
+	series         *profileSeries
 
 	// Events, when set, records Warning events on inventories whose sinks
 	// set rows aside.
@@ -102,7 +103,8 @@ func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
 		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{},
-		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}, collectedSum: map[[2]string]collectedTotal{}}
+		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}, collectedSum: map[[2]string]collectedTotal{},
+		series: newProfileSeries()}
 }
 
 // Source is the event source of a kind's controller: each engine report
@@ -185,6 +187,9 @@ func (w *Writer) inventory(key Key) *inventoryState {
 // TargetReport implements target.Reporter.
 func (w *Writer) TargetReport(r target.Report) {
 	key := Key{Kind: Kind(r.Ref.Kind), NamespacedName: types.NamespacedName{Namespace: r.Ref.Namespace, Name: r.Ref.Name}}
+	if r.Series != nil {
+		w.series.record(key, r)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.target(key).report = &r

@@ -172,6 +172,7 @@ func TestDemoGitOnlyEndToEnd(t *testing.T) {
 		return files() == "namespaces/demo/deployment/api.yaml\nnamespaces/demo/deployment/storefront.yaml"
 	})
 	t.Run("GitPostgres", func(t *testing.T) { demoGitPostgres(t, d) })
+	t.Run("DatabaseSamples", func(t *testing.T) { demoDatabaseSamples(t, d) })
 }
 
 func atoi(s string) int {

@@ -24,6 +24,9 @@ type Delta struct {
 	// backends put it in their change ids, so a broker's duplicate window
 	// drops a retry but not the same change made again (A→B→A→B).
 	Export string
+	// Parts splits Next for a snapshot binding whose size ceiling it
+	// exceeds (Partition); nil or one part: the export is one document.
+	Parts []*Part
 }
 
 // Full reports whether the backend's previous state is unknown.

@@ -88,11 +88,17 @@ func (s *Snapshot) ChecksumShort() string {
 // Envelope writes the snapshot as the compact export envelope of SEMANTICS
 // §3.2, byte for byte as upstream writes it. cluster is set only by the
 // pipeline CLI.
-func (s *Snapshot) Envelope(cluster string) []byte {
+func (s *Snapshot) Envelope(cluster string) []byte { return s.envelope(cluster, 0, 0) }
+
+// envelope writes the envelope with part markers (0: none).
+func (s *Snapshot) envelope(cluster string, index, total int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"schemaVersion":"` + SchemaVersion + `","checksum":"` + s.Checksum + `"`)
 	if s.Inventory.Generation != 0 {
 		b.WriteString(`,"generation":` + strconv.FormatInt(s.Inventory.Generation, 10))
+	}
+	if total > 0 {
+		b.WriteString(`,"partIndex":` + strconv.Itoa(index) + `,"partTotal":` + strconv.Itoa(total))
 	}
 	b.WriteString(`,"itemCount":` + strconv.Itoa(len(s.Rows)))
 	b.WriteString(`,"exportedAt":"` + s.ExportedAt.Format(time.RFC3339Nano) + `"`)

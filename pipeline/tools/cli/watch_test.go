@@ -6,16 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/tools/cli"
+	"kollect.dev/kollect/sinks/mongodb/mongotest"
 	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
@@ -203,6 +206,47 @@ stringData: {dsn: '`+pg.DSN("postgres")+`'}
 	}
 	if rs.Err() != nil || strings.Join(names, ",") != "cart,web" {
 		t.Fatalf("rows in cli_items: %v %v; want the shop target's cart and web", names, rs.Err())
+	}
+}
+
+// TestCollectToAMongoDBSink: a MongoDB sink file works with --sink as it
+// does in the operator: one document per row, under the sink's cluster.
+func TestCollectToAMongoDBSink(t *testing.T) {
+	kubeconfig, dir := setup(t)
+	srv := mongotest.Start(t)
+	sinkFile := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(sinkFile, []byte(`apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: documents, namespace: ops}
+spec:
+  type: mongodb
+  cluster: lab
+  mongodb: {databaseRef: {name: uri}, database: inventory, collection: cli_items}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: uri, namespace: ops}
+stringData: {uri: '`+srv.URI+`'}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run("--kubeconfig", kubeconfig, "-f", dir, "--sink", sinkFile)
+	if err != nil || !strings.Contains(out, "exported 1 target(s) to KollectDatabaseSink ops/documents (mongodb") {
+		t.Fatalf("collect --sink: %v\n%s\n%s", err, out, stderr)
+	}
+	ctx := context.Background()
+	names, err := srv.Client(t).Database("inventory").Collection("cli_items").Distinct(ctx, "payload.name", bson.D{{Key: "cluster", Value: "lab"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := names.Values()
+	var got []string
+	for _, v := range vals {
+		got = append(got, v.StringValue())
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != "cart,web" {
+		t.Fatalf("documents in cli_items: %v; want the shop target's cart and web", got)
 	}
 }
 

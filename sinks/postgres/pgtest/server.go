@@ -28,12 +28,13 @@ const Password = "kollect-test"
 
 // Server is a running PostgreSQL.
 type Server struct {
-	Port int
-	dir  string
-	bin  string
-	cred *syscall.Credential
-	cmd  *exec.Cmd
-	done chan error
+	Port     int
+	settings []string
+	dir      string
+	bin      string
+	cred     *syscall.Credential
+	cmd      *exec.Cmd
+	done     chan error
 }
 
 // TB is the part of testing.TB the helper uses.
@@ -45,10 +46,11 @@ type TB interface {
 }
 
 // Start initialises and starts a server; it is stopped and removed when
-// the test ends.
-func Start(tb TB) *Server {
+// the test ends. settings are server settings (name=value) beyond the
+// defaults, such as "max_connections=300".
+func Start(tb TB, settings ...string) *Server {
 	tb.Helper()
-	s, err := New()
+	s, err := New(settings...)
 	if err != nil {
 		tb.Fatalf("postgres test server: %v", err)
 	}
@@ -56,13 +58,14 @@ func Start(tb TB) *Server {
 	return s
 }
 
-// New initialises and starts a server; Close stops and removes it.
-func New() (*Server, error) {
+// New initialises and starts a server with settings (name=value) beyond
+// the defaults; Close stops and removes it.
+func New(settings ...string) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin}
+	s := &Server{bin: bin, settings: settings}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -117,9 +120,13 @@ func (s *Server) Restart() error {
 	if s.cmd != nil {
 		return nil
 	}
-	cmd := s.command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.Port),
+	args := []string{"-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.Port),
 		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=50")
+		"-c", "full_page_writes=off", "-c", "max_connections=50"}
+	for _, kv := range s.settings {
+		args = append(args, "-c", kv) // a later setting wins
+	}
+	cmd := s.command(filepath.Join(s.bin, "postgres"), args...)
 	log, err := os.OpenFile(filepath.Join(os.TempDir(), filepath.Base(s.dir)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err

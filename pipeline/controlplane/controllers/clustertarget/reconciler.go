@@ -133,7 +133,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	generations := fmt.Sprintf("%d/%s/%s", ct.Generation, p.ResourceVersion, ceiling.Version())
 	if r.appliedGen(req.Name) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
-			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true})
+			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true,
+			Profile: pref.Namespace + "/" + pref.Name, Metrics: target.ProfileMetrics(&p)})
 		if err != nil {
 			res, werr := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {

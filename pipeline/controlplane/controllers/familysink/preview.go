@@ -3,6 +3,7 @@ package familysink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/sinks/mongodb"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/postgres"
 )
@@ -100,7 +102,7 @@ func RenderPreview(obj client.Object) (*kollectv1alpha1.SinkPreviewStatus, error
 			cfg := postgres.Config{Schema: string(s.Spec.Postgres.Schema), Table: string(s.Spec.Postgres.Table)}
 			p.Postgres = &kollectv1alpha1.PostgresPreview{ExpectedDDL: postgres.ExpectedDDL(cfg)}
 		case s.Spec.MongoDB != nil:
-			p.MongoDB = &kollectv1alpha1.MongoDBPreview{ExpectedIndexKeys: []string{"inventory_namespace", "inventory_name", "target_name", "source_uid"}}
+			p.MongoDB = &kollectv1alpha1.MongoDBPreview{ExpectedIndexKeys: slices.Clone(mongodb.IdentityIndex)}
 		}
 	case *kollectv1alpha1.KollectEventSink:
 		common(&s.Spec.SinkCommonFields)

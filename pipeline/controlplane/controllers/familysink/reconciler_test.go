@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,8 +43,14 @@ func TestProbeFailurePaths(t *testing.T) {
 		{"gitlab over ssh", &kollectv1alpha1.KollectSnapshotSink{ObjectMeta: meta1("lab"), Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "gitlab",
 			SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "ssh://git@gitlab.example.com/a/b"}}},
 			nil, "ConnectionTestFailed", "want https://"},
-		{"a database type this build lacks", &kollectv1alpha1.KollectDatabaseSink{ObjectMeta: meta1("docs"), Spec: kollectv1alpha1.KollectDatabaseSinkSpec{Type: "mongodb"}},
-			nil, "ConnectionTestFailed", "mongodb sinks are not implemented"},
+		{"a MongoDB URI that would read the operator's files", &kollectv1alpha1.KollectDatabaseSink{ObjectMeta: meta1("docs"), Spec: kollectv1alpha1.KollectDatabaseSinkSpec{Type: "mongodb",
+			MongoDB: &kollectv1alpha1.MongoSpec{DatabaseRef: kollectv1alpha1.SecretReference{Name: "uri"}, Database: "inventory", Collection: "items"}}},
+			[]client.Object{&corev1.Secret{ObjectMeta: meta1("uri"), Data: map[string][]byte{"uri": []byte("mongodb://db.example/?tlsCertificateKeyFile=/etc/kollect/key.pem")}}},
+			"ConnectionTestFailed", "option tlsCertificateKeyFile is not allowed"},
+		{"a BigQuery key that is not a service-account key", &kollectv1alpha1.KollectDatabaseSink{ObjectMeta: meta1("warehouse"), Spec: kollectv1alpha1.KollectDatabaseSinkSpec{Type: "bigquery",
+			BigQuery: &kollectv1alpha1.BigQuerySpec{Project: "p", Dataset: "d", Table: "t", SecretRef: &kollectv1alpha1.SecretReference{Name: "key"}}}},
+			[]client.Object{&corev1.Secret{ObjectMeta: meta1("key"), Data: map[string][]byte{"credentials.json": []byte(`{"type":"external_account","credential_source":{"url":"http://169.254.169.254/token"}}`)}}},
+			"ConnectionTestFailed", "credentials.json is not a service-account key"},
 		{"an event sink whose broker is the metadata service", &kollectv1alpha1.KollectEventSink{ObjectMeta: meta1("bus"), Spec: kollectv1alpha1.KollectEventSinkSpec{Type: "nats",
 			NATS: &kollectv1alpha1.NatsSpec{URL: "nats://169.254.169.254:4222", Subject: "inv"}}},
 			nil, "ConnectionTestFailed", "169.254.169.254"},

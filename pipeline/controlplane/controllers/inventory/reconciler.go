@@ -142,7 +142,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
 	return Bindings{Owner: inv.Namespace + "/" + inv.Name, Refs: inv.Spec.SinkRefs,
-		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval)}
+		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval),
+		MaxBytes: inv.Spec.MaxExportBytes}
 }
 
 // cleanupStatus reports a failed cleanup as Degraded while the finalizer

@@ -19,6 +19,9 @@ import (
 type Resolver struct {
 	Client   client.Client
 	Backends *backends.Cache
+	// MaxBytes is the operator's export ceiling (--max-export-bytes), for
+	// bindings whose reference and inventory set none.
+	MaxBytes int64
 }
 
 // Bindings describes what to resolve: the owner ("namespace/name", which
@@ -32,6 +35,8 @@ type Bindings struct {
 	// Floor is the scope's minimum export interval: shorter intervals are
 	// raised to it.
 	Floor time.Duration
+	// MaxBytes is the owner's export ceiling (spec.maxExportBytes), or nil.
+	MaxBytes *int64
 }
 
 // Resolve loads every bound sink. A missing sink degrades the whole
@@ -49,11 +54,29 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 			key := fam.family + "/" + ref.Name
 			_, typ := backends.Kind(obj)
 			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ,
-				Backend:  r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
-				Interval: max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval))})
+				Backend:     r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
+				Interval:    max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval)),
+				MaxBytes:    ceiling(ref.MaxExportBytes, b.MaxBytes, r.MaxBytes),
+				Partitioned: fam.family == "snapshot"})
 		}
 	}
 	return out, "", nil
+}
+
+// ceiling is a binding's size ceiling (SEMANTICS §4.4): the reference's,
+// else the inventory's, else the operator's; a value above the operator's
+// (admission refuses them; one written before the flag was lowered) is
+// held to it.
+func ceiling(ref, inv *int64, global int64) int64 {
+	for _, v := range []*int64{ref, inv} {
+		if v != nil && *v > 0 {
+			if global > 0 {
+				return min(*v, global)
+			}
+			return *v
+		}
+	}
+	return global
 }
 
 func sinkInterval(obj client.Object) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
+	targetactor "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/compile"
@@ -127,6 +129,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
 
+// ProfileMetrics are a profile's series (spec.metrics) as a target
+// computes them.
+func ProfileMetrics(p *kollectv1alpha1.KollectProfile) []targetactor.Metric {
+	out := make([]targetactor.Metric, 0, len(p.Spec.Metrics))
+	for _, m := range p.Spec.Metrics {
+		out = append(out, targetactor.Metric{Name: m.Name, Path: m.Path, Labels: slices.Clone(m.Labels)})
+	}
+	return out
+}
+
 func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectTargetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
@@ -198,7 +210,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	generations := fmt.Sprintf("%d/%s/%s", t.Generation, p.ResourceVersion, ceiling.Version())
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
-			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace})
+			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace,
+			Profile: t.Spec.ProfileRef, Metrics: ProfileMetrics(&p)})
 		if err != nil {
 			res, werr := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {

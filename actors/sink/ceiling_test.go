@@ -1,0 +1,97 @@
+package sink_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// partsBackend records how many parts each export arrived in.
+type partsBackend struct {
+	mu    sync.Mutex
+	parts []int
+}
+
+func (b *partsBackend) Export(context.Context, *rows.Snapshot) (sinks.Ack, error) {
+	return b.ExportParts(context.Background(), nil, nil)
+}
+
+func (b *partsBackend) ExportParts(_ context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.parts = append(b.parts, len(parts))
+	return sinks.Ack{Changed: true}, nil
+}
+
+// rowsBackend is a backend of rows (a database): it stores deltas.
+type rowsBackend struct{ calls int }
+
+func (b *rowsBackend) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
+	b.calls++
+	return sinks.Ack{Rows: len(d.Next.Rows)}, nil
+}
+
+func sized(t *testing.T, n, pad int) *rows.Snapshot {
+	t.Helper()
+	var rs []*rows.Row
+	for i := range n {
+		r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: string(rune('a' + i)), Version: "v1", Kind: "ConfigMap",
+			UID: string(rune('a' + i)), Attributes: map[string]any{"pad": strings.Repeat("x", pad)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rows.NewSnapshot(rows.Identity{Namespace: "ns", Name: "inv", Generation: 1}, rs, time.Now())
+}
+
+// TestTheCeilingOfABinding: a snapshot binding's export over its ceiling
+// reaches the backend in parts, and the result says how many; a row too
+// large for the ceiling fails any binding for good, naming the row,
+// without calling the backend.
+func TestTheCeilingOfABinding(t *testing.T) {
+	t.Run("a snapshot binding splits", func(t *testing.T) {
+		b := &partsBackend{}
+		sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(b), MaxBytes: 2000, Partitioned: true})
+		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 10, 400)})
+		r := <-results
+		if r.Err != nil || r.Ack.Parts < 3 {
+			t.Fatalf("export: %d parts, %v", r.Ack.Parts, r.Err)
+		}
+		if len(b.parts) != 1 || b.parts[0] != r.Ack.Parts {
+			t.Errorf("the backend got %v parts, the result says %d", b.parts, r.Ack.Parts)
+		}
+	})
+	t.Run("under the ceiling, one part", func(t *testing.T) {
+		b := &partsBackend{}
+		sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(b), MaxBytes: 1 << 20, Partitioned: true})
+		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 10, 400)})
+		if r := <-results; r.Err != nil || r.Ack.Parts != 1 {
+			t.Fatalf("export: %d parts, %v", r.Ack.Parts, r.Err)
+		}
+	})
+	for _, tc := range []struct {
+		name        string
+		partitioned bool
+	}{{"a row too large fails a snapshot binding", true}, {"and a database binding", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &rowsBackend{}
+			sys, pid, results := harness(t, sink.Config{Key: "database/pg", Backend: b, MaxBytes: 2000, Partitioned: tc.partitioned})
+			sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 3, 5000)})
+			r := <-results
+			if r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "single item export envelope exceeds maxExportBytes (2000)") ||
+				!strings.Contains(r.Err.Error(), "ns/t/a") {
+				t.Fatalf("want a permanent error naming the row, got %v (permanent %v)", r.Err, r.Permanent)
+			}
+			if b.calls != 0 {
+				t.Errorf("the backend was called %d times", b.calls)
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/bigquery"
+	"kollect.dev/kollect/sinks/git"
+	"kollect.dev/kollect/sinks/mongodb"
+	"kollect.dev/kollect/sinks/postgres"
+)
+
+func databaseSpec(o client.Object) *kollectv1alpha1.KollectDatabaseSinkSpec {
+	return &o.(*kollectv1alpha1.KollectDatabaseSink).Spec
+}
+
+func postgresType() Type {
+	return Type{Family: "database", Name: "postgres", Verified: "PostgreSQL ping succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return postgres.CredentialsRef(databaseSpec(o))
+		},
+		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			cfg, err := postgres.FromSpec(databaseSpec(obj), creds.Data, creds.CA)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Dial = GuardedDial(env.Policy)
+			return postgres.New(cfg)
+		}}
+}
+
+func mongodbType() Type {
+	return Type{Family: "database", Name: "mongodb", Verified: "MongoDB ping succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference { return mongodb.CredentialsRef(databaseSpec(o)) },
+		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			cfg, err := mongodb.FromSpec(databaseSpec(obj), creds.Data, creds.CA)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Dial = GuardedDial(env.Policy)
+			return mongodb.New(cfg)
+		}}
+}
+
+// EmulatorHost is the environment variable that points every BigQuery
+// sink at an emulator (host:port, plain HTTP, no credentials), as
+// upstream reads it.
+const EmulatorHost = "BIGQUERY_EMULATOR_HOST"
+
+// bigqueryType writes through the BigQuery API, at spec.endpoint when set
+// (a private endpoint), with the Secret's service-account key or
+// Application Default Credentials; every request, token requests
+// included, dials through the endpoint guard.
+func bigqueryType() Type {
+	return Type{Family: "database", Name: "bigquery", Verified: "BigQuery dataset metadata and dry-run query succeeded",
+		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
+			return bigquery.CredentialsRef(databaseSpec(o))
+		},
+		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
+			s := obj.(*kollectv1alpha1.KollectDatabaseSink)
+			cfg, err := bigquery.FromSpec(&s.Spec, creds.Data)
+			if err != nil {
+				return nil, err
+			}
+			switch host := strings.TrimSpace(os.Getenv(EmulatorHost)); {
+			case host != "":
+				cfg.Endpoint, cfg.NoAuth = "http://"+host, true
+			case s.Spec.Endpoint != "":
+				cfg.Endpoint = strings.TrimSuffix(s.Spec.Endpoint, "/")
+				if strings.HasPrefix(cfg.Endpoint, "http://") && s.Annotations[git.AllowPlainHTTPCredentials] != "true" {
+					return nil, sinks.Permanent(fmt.Errorf("credentials would travel over plain http to %s: use https, or set the annotation %s: \"true\" on the sink (development only)",
+						cfg.Endpoint, git.AllowPlainHTTPCredentials))
+				}
+			}
+			if cfg.Endpoint != "" {
+				if err := env.Policy.CheckURL(ctx, cfg.Endpoint, "https", "http"); err != nil {
+					return nil, err
+				}
+			}
+			cfg.HTTP, err = sinks.HTTPClient(GuardedDial(env.Policy), creds.CA, s.Spec.TLS != nil && s.Spec.TLS.InsecureSkipVerify)
+			if err != nil {
+				return nil, sinks.Permanent(err)
+			}
+			return bigquery.New(ctx, cfg)
+		}}
+}

@@ -1,0 +1,48 @@
+package bigquery
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
+
+	"kollect.dev/kollect/sinks"
+)
+
+// classify turns a client error into a message that says what to fix,
+// marked permanent when retrying cannot help.
+func (s *Sink) classify(op string, err error) error {
+	if errors.Is(err, sinks.ErrPermanent) {
+		return err
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		switch ge.Code {
+		case http.StatusUnauthorized:
+			return sinks.Permanent(fmt.Errorf("bigquery %s: the credentials were refused; check credentials.json in the Secret (or the workload identity) (%s)", op, shorten(ge.Message)))
+		case http.StatusForbidden:
+			if reason(ge) == "rateLimitExceeded" || reason(ge) == "quotaExceeded" {
+				return fmt.Errorf("bigquery %s: over quota, retried later (%s)", op, ge.Message)
+			}
+			return sinks.Permanent(fmt.Errorf("bigquery %s: permission denied; grant the service account roles/bigquery.dataEditor on dataset %s and roles/bigquery.jobUser on project %s (%s)",
+				op, s.cfg.Dataset, s.cfg.Project, ge.Message))
+		}
+	}
+	var be *bigquery.Error
+	if errors.As(err, &be) && (be.Reason == "invalidQuery" || be.Reason == "invalid") {
+		return sinks.Permanent(fmt.Errorf("bigquery %s: %s (is the table's schema the one SEMANTICS §11.8 describes?)", op, be.Message))
+	}
+	if terr := sinks.Transport("bigquery", op, "the API host", err.Error(), err); terr != nil {
+		return terr
+	}
+	return fmt.Errorf("bigquery %s: %w", op, err)
+}
+
+func reason(ge *googleapi.Error) string {
+	if len(ge.Errors) > 0 {
+		return ge.Errors[0].Reason
+	}
+	return ""
+}

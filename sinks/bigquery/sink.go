@@ -1,0 +1,259 @@
+package bigquery
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Config is a BigQuery sink's plain configuration.
+type Config struct {
+	Project, Dataset, Table string
+	// Location runs jobs in a region (bigquery.location), or "" for the
+	// dataset's.
+	Location string
+	// Cluster scopes every row this sink writes (spec.cluster).
+	Cluster string
+	// Existing never creates the table (provisioning.mode existing).
+	Existing bool
+	// Key is a service-account key (credentials.json); without it the
+	// sink uses Application Default Credentials, unless NoAuth.
+	Key []byte
+	// NoAuth sends requests without credentials (an emulator).
+	NoAuth bool
+	// Endpoint overrides the API root (https://bigquery.googleapis.com).
+	Endpoint string
+	// HTTP carries every request, token requests included: the operator
+	// passes a client that dials only what the endpoint guard allows. nil
+	// is http.DefaultClient.
+	HTTP *http.Client
+}
+
+// Sink writes inventories into one table.
+type Sink struct {
+	cfg    Config
+	client *bigquery.Client
+
+	mu       sync.Mutex
+	prepared bool
+}
+
+var _ sinks.Backend = (*Sink)(nil)
+
+// Scope is the OAuth scope the sink's credentials are used with.
+const Scope = bigquery.Scope
+
+// New validates cfg and builds a client; nothing is sent until the first
+// export or probe (except, with ADC, finding the default credentials).
+func New(ctx context.Context, cfg Config) (*Sink, error) {
+	for what, v := range map[string]string{"project": cfg.Project, "dataset": cfg.Dataset, "table": cfg.Table} {
+		if err := validName(what, v); err != nil {
+			return nil, sinks.Permanent(err)
+		}
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	client := hc
+	if !cfg.NoAuth {
+		source, err := tokenSource(hc, cfg.Key)
+		if err != nil {
+			return nil, sinks.Permanent(err)
+		}
+		client = &http.Client{Transport: &oauth2.Transport{Source: source, Base: hc.Transport}, Timeout: hc.Timeout}
+	}
+	opts := []option.ClientOption{option.WithHTTPClient(client)}
+	if cfg.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(cfg.Endpoint+"/bigquery/v2/"))
+	}
+	c, err := bigquery.NewClient(ctx, cfg.Project, opts...)
+	if err != nil {
+		return nil, sinks.Permanent(fmt.Errorf("bigquery client: %w", err))
+	}
+	c.Location = cfg.Location
+	return &Sink{cfg: cfg, client: c}, nil
+}
+
+// tokenSource reads a service-account key, or finds Application Default
+// Credentials; token requests go through hc.
+func tokenSource(hc *http.Client, key []byte) (oauth2.TokenSource, error) {
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
+	if len(key) > 0 {
+		creds, err := google.CredentialsFromJSONWithType(ctx, key, google.ServiceAccount, Scope)
+		if err != nil {
+			return nil, fmt.Errorf("credentials.json is not a service-account key: %s", shorten(err.Error()))
+		}
+		return creds.TokenSource, nil
+	}
+	creds, err := google.FindDefaultCredentials(ctx, Scope)
+	if err != nil {
+		return nil, fmt.Errorf("no service-account key in the Secret (credentials.json) and no Application Default Credentials: %w", err)
+	}
+	return creds.TokenSource, nil
+}
+
+// shorten keeps a key parse error from quoting much of the key.
+func shorten(msg string) string {
+	if len(msg) > 120 {
+		return msg[:120] + "…"
+	}
+	return msg
+}
+
+// Close releases the client.
+func (s *Sink) Close() { _ = s.client.Close() }
+
+// Probe reads the dataset, dry-runs a query and checks the table: created
+// in mode ensure, present with the expected columns in mode existing.
+func (s *Sink) Probe(ctx context.Context) error {
+	if err := s.datasetExists(ctx); err != nil {
+		return err
+	}
+	q := s.client.Query("SELECT 1")
+	q.DryRun = true
+	if _, err := q.Run(ctx); err != nil {
+		return s.classify("dry-run query", err)
+	}
+	return s.prepare(ctx)
+}
+
+func (s *Sink) datasetExists(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := s.client.Dataset(s.cfg.Dataset).Metadata(ctx); err != nil {
+		if notFound(err) {
+			return sinks.Permanent(fmt.Errorf("dataset %s.%s does not exist (or these credentials cannot see it); Kollect does not create datasets", s.cfg.Project, s.cfg.Dataset))
+		}
+		return s.classify("read dataset", err)
+	}
+	return nil
+}
+
+// callTimeout bounds one API call and the client's own retries of it (a
+// refused connection is retried until the context ends): the binding's
+// back-off and circuit breaker take over from there.
+const callTimeout = 15 * time.Second
+
+// prepare creates the table once (mode ensure), or checks its columns
+// (mode existing).
+func (s *Sink) prepare(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	t := s.client.Dataset(s.cfg.Dataset).Table(s.cfg.Table)
+	if !s.cfg.Existing {
+		err := t.Create(ctx, &bigquery.TableMetadata{
+			Schema:           Schema(),
+			TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: "exported_at"},
+			Clustering:       &bigquery.Clustering{Fields: Clustering},
+			Description:      "Kollect inventory rows (one per collected object)",
+		})
+		if err != nil && !hasStatus(err, http.StatusConflict) {
+			if notFound(err) {
+				return sinks.Permanent(fmt.Errorf("dataset %s.%s does not exist; Kollect does not create datasets", s.cfg.Project, s.cfg.Dataset))
+			}
+			return s.classify("create table", err)
+		}
+	}
+	md, err := t.Metadata(ctx)
+	if err != nil {
+		if notFound(err) {
+			return sinks.Permanent(fmt.Errorf("table %s.%s.%s does not exist; provisioning.mode is existing, so create it (see the BigQuery sink documentation) or use mode ensure",
+				s.cfg.Project, s.cfg.Dataset, s.cfg.Table))
+		}
+		return s.classify("read table", err)
+	}
+	if missing := missingColumns(md.Schema); len(missing) > 0 {
+		return sinks.Permanent(fmt.Errorf("table %s.%s.%s lacks the columns %v (or has them with other types)", s.cfg.Project, s.cfg.Dataset, s.cfg.Table, missing))
+	}
+	s.prepared = true
+	return nil
+}
+
+// missingColumns lists the columns of Schema a table lacks.
+func missingColumns(have bigquery.Schema) []string {
+	var out []string
+	for _, want := range Schema() {
+		if !slices.ContainsFunc(have, func(f *bigquery.FieldSchema) bool { return f.Name == want.Name && f.Type == want.Type }) {
+			out = append(out, want.Name+" "+string(want.Type))
+		}
+	}
+	return out
+}
+
+// Export makes the table hold exactly d.Next for the inventory and this
+// sink's cluster.
+func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
+	if err := s.prepare(ctx); err != nil {
+		return sinks.Ack{}, err
+	}
+	id := d.Next.Inventory
+	x := &export{s: s, ns: id.Namespace, name: id.Name, at: time.Now().UTC().Truncate(time.Microsecond)}
+	x.sql = newStatements(s.cfg.Project, s.cfg.Dataset, s.cfg.Table, s.stagingTable(id.Namespace, id.Name))
+	defer x.dropStage()
+
+	var (
+		ack sinks.Ack
+		err error
+	)
+	switch {
+	case len(d.Next.Rows) == 0:
+		ack, err = x.clear(ctx)
+	case d.Full():
+		ack, err = x.full(ctx, d.Next.Rows)
+	default:
+		ack, err = x.delta(ctx, d)
+		if err == nil && ack.Rows != len(d.Next.Rows) {
+			// The table does not hold what this sink last wrote (someone
+			// edited it): reconcile against the whole snapshot.
+			var again sinks.Ack
+			again, err = x.full(ctx, d.Next.Rows)
+			again.Written += ack.Written
+			again.Bytes += ack.Bytes
+			ack = again
+		}
+	}
+	if err != nil {
+		return sinks.Ack{}, s.classify("export", err)
+	}
+	ack.Changed = ack.Written > 0
+	return ack, nil
+}
+
+// stagingTable names the staging table of one inventory and cluster, so
+// that exports of different inventories (or clusters) never share one.
+func (s *Sink) stagingTable(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name + "/" + s.cfg.Cluster))
+	return s.cfg.Table + "_kollect_staging_" + hex.EncodeToString(sum[:6])
+}
+
+func notFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
+
+func hasStatus(err error, code int) bool {
+	var ge *googleapi.Error
+	return errors.As(err, &ge) && ge.Code == code
+}
+
+// done is iterator.Done, for readers of a result.
+var done = iterator.Done
