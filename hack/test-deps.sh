@@ -5,6 +5,7 @@
 # scrape and alert-rule tests); from npm, Azurite (the Azure Blob sink
 # tests) and DuckDB's Node API (reading back Parquet), cached per user
 # with the links azurite-current and duckdb-current the tests follow.
+# Debian's openssh-client gives ssh-keygen, which signs release checksums.
 # NATS, Kafka, S3, GCS and GitLab run in-process from Go modules. Skipped
 # when everything is already there.
 set -euo pipefail
@@ -41,6 +42,8 @@ have_prometheus() { command -v prometheus >/dev/null 2>&1 && command -v promtool
 pkgs=()
 have_postgres || pkgs+=(postgresql)
 have_prometheus || pkgs+=(prometheus)
+# ssh-keygen signs and verifies release checksums (make release, its test).
+command -v ssh-keygen >/dev/null 2>&1 || pkgs+=(openssh-client)
 if [ ${#pkgs[@]} -eq 0 ]; then
 	exit 0
 fi
@@ -57,3 +60,4 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 have_postgres || { echo "test-deps: postgresql installed but initdb/postgres not found" >&2; exit 1; }
 have_prometheus || { echo "test-deps: prometheus installed but prometheus/promtool not found" >&2; exit 1; }
+command -v ssh-keygen >/dev/null 2>&1 || { echo "test-deps: openssh-client installed but ssh-keygen not found" >&2; exit 1; }

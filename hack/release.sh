@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# release.sh OUT VERSION — the release artifacts of VERSION in OUT:
+#   kollect-VERSION-linux-ARCH           static binaries (RELEASE_ARCHES,
+#                                        default "amd64 arm64")
+#   kollect-VERSION-linux-ARCH.cdx.json  a CycloneDX SBOM of each binary
+#                                        (cyclonedx-gomod, hack/tools)
+#   kollect-CHART.tgz                    the Helm chart, appVersion VERSION
+#   install.yaml                         the chart rendered for kubectl apply
+#   SHA256SUMS, SHA256SUMS.sig           checksums of all of the above, and
+#                                        their signature with the OpenSSH key
+#                                        in RELEASE_SIGNING_KEY (ssh-keygen -Y
+#                                        sign, namespace kollect-release)
+# A user verifies a release with ssh-keygen -Y verify and sha256sum -c
+# (README, "Verifying a release").
+set -euo pipefail
+out="${1:?usage: release.sh OUT VERSION}"
+version="${2:?usage: release.sh OUT VERSION}"
+arches="${RELEASE_ARCHES:-amd64 arm64}"
+helm="${HELM:-bin/helm}"
+key="${RELEASE_SIGNING_KEY:-}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+
+if [ -z "$key" ] || [ ! -f "$key" ]; then
+	echo "release: RELEASE_SIGNING_KEY must name an OpenSSH private key file (ssh-keygen -t ed25519 -f kollect-release)" >&2
+	exit 1
+fi
+command -v ssh-keygen >/dev/null || { echo "release: ssh-keygen is missing (Debian: openssh-client; make test-deps installs it)" >&2; exit 1; }
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+rm -f "$out"/kollect-* "$out"/install.yaml "$out"/SHA256SUMS "$out"/SHA256SUMS.sig
+
+# A chart version must be SemVer: a tag v1.2.3 gives 1.2.3, anything else
+# (a commit) 0.0.0-<it>.
+chart_version="${version#v}"
+if ! [[ "$chart_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then
+	chart_version="0.0.0-$(echo "$version" | tr -c 'A-Za-z0-9.\n-' '-')"
+fi
+
+cd "$root"
+for arch in $arches; do
+	bin="$out/kollect-$version-linux-$arch"
+	echo "release: building $bin" >&2
+	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$bin" .
+	go -C hack/tools tool cyclonedx-gomod bin -json -version "$version" -output "$bin.cdx.json" "$bin"
+done
+
+"$helm" package deploy/helm/kollect --version "$chart_version" --app-version "$version" -d "$out" >/dev/null
+{
+	echo "# Kollect $version: kubectl apply --server-side -f install.yaml"
+	printf -- "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kollect-system\n"
+	"$helm" template kollect deploy/helm/kollect --namespace kollect-system --include-crds --set "image.tag=$version"
+} >"$out/install.yaml"
+
+cd "$out"
+sha256sum kollect-* install.yaml >SHA256SUMS
+ssh-keygen -q -Y sign -f "$key" -n kollect-release SHA256SUMS
+echo "release: $(wc -l <SHA256SUMS) artifacts in $out, checksums signed (SHA256SUMS.sig)" >&2

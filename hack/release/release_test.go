@@ -1,0 +1,156 @@
+package release_test
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const version = "v9.9.9-test"
+
+func run(t *testing.T, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestAReleaseAsAUserChecksIt: make release's script, for linux/amd64 with
+// a throwaway key, gives a static binary that runs, its SBOM, the chart,
+// install.yaml pointing at the version's image, and checksums whose
+// signature ssh-keygen verifies; a changed artifact or checksum list
+// fails the checks a user runs.
+func TestAReleaseAsAUserChecksIt(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		helm = filepath.Join(root, "bin", "helm")
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "release-key")
+	if out, err := run(t, dir, nil, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kollect-release", "-f", key); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "out")
+	if log, err := run(t, root, []string{"RELEASE_ARCHES=amd64", "RELEASE_SIGNING_KEY=" + key, "HELM=" + helm},
+		"bash", "hack/release.sh", out, version); err != nil {
+		t.Fatalf("release.sh: %v\n%s", err, log)
+	}
+	bin := "kollect-" + version + "-linux-amd64"
+	entries, _ := os.ReadDir(out)
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	want := []string{"SHA256SUMS", "SHA256SUMS.sig", "install.yaml", "kollect-9.9.9-test.tgz", bin, bin + ".cdx.json"}
+	if !slices.Equal(files, want) {
+		t.Fatalf("artifacts %v, want %v", files, want)
+	}
+
+	// What a user runs (README, "Verifying a release").
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := filepath.Join(dir, "allowed_signers")
+	if err := os.WriteFile(signers, []byte("kollect-release "+string(pub)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verify := func() error {
+		sums, err := os.Open(filepath.Join(out, "SHA256SUMS"))
+		if err != nil {
+			return err
+		}
+		defer sums.Close()
+		cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", signers, "-I", "kollect-release", "-n", "kollect-release", "-s", filepath.Join(out, "SHA256SUMS.sig"))
+		cmd.Stdin = sums
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return &exec.ExitError{ProcessState: cmd.ProcessState, Stderr: b}
+		}
+		return nil
+	}
+	if err := verify(); err != nil {
+		t.Fatalf("the signature does not verify: %v", err)
+	}
+	if log, err := run(t, out, nil, "sha256sum", "-c", "SHA256SUMS"); err != nil || strings.Count(log, ": OK") != 4 {
+		t.Fatalf("sha256sum -c: %v\n%s", err, log)
+	}
+
+	// The binary: static, amd64, and it says its version.
+	f, err := elf.Open(filepath.Join(out, bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the binary needs a dynamic loader; a release binary is static")
+		}
+	}
+	if f.Machine != elf.EM_X86_64 {
+		t.Errorf("machine %v", f.Machine)
+	}
+	f.Close()
+	if log, err := run(t, out, nil, filepath.Join(out, bin), "version"); err != nil || !strings.Contains(log, version) {
+		t.Errorf("kollect version: %v %s", err, log)
+	}
+
+	// The SBOM names the binary's version and its modules.
+	raw, err := os.ReadFile(filepath.Join(out, bin+".cdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom struct {
+		BOMFormat string
+		Metadata  struct {
+			Component struct{ Name, Version string }
+		}
+		Components []struct{ Name, Version, Purl string }
+	}
+	if err := json.Unmarshal(raw, &bom); err != nil || bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Version != version {
+		t.Fatalf("SBOM: %v %+v", err, bom.Metadata)
+	}
+	var purls []string
+	for _, c := range bom.Components {
+		purls = append(purls, c.Purl)
+	}
+	for _, m := range []string{"pkg:golang/k8s.io/client-go@", "pkg:golang/github.com/asynkron/protoactor-go@", "pkg:golang/go.mongodb.org/mongo-driver/v2@"} {
+		if !slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, m) }) {
+			t.Errorf("the SBOM lacks %s (of %d components)", m, len(purls))
+		}
+	}
+
+	// The chart and install.yaml run the version's image.
+	if log, err := run(t, out, nil, "tar", "-xzf", "kollect-9.9.9-test.tgz", "-O", "kollect/Chart.yaml"); err != nil ||
+		!strings.Contains(log, "version: 9.9.9-test") || !strings.Contains(log, "appVersion: "+version) {
+		t.Errorf("Chart.yaml: %v\n%s", err, log)
+	}
+	manifest, _ := os.ReadFile(filepath.Join(out, "install.yaml"))
+	if !strings.Contains(string(manifest), "image: ghcr.io/kollect-dev/kollect:"+version) || !strings.Contains(string(manifest), "kind: CustomResourceDefinition") {
+		t.Error("install.yaml does not run the version's image or lacks the CRDs")
+	}
+
+	// A changed artifact, or a changed checksum list, is caught.
+	if err := os.WriteFile(filepath.Join(out, "install.yaml"), append(manifest, "# tampered\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, out, nil, "sha256sum", "--quiet", "-c", "SHA256SUMS"); err == nil {
+		t.Error("sha256sum -c accepted a changed install.yaml")
+	}
+	sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err := os.WriteFile(filepath.Join(out, "SHA256SUMS"), append(sums, "0000  extra\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(); err == nil {
+		t.Error("the signature verified a changed checksum list")
+	}
+}
