@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
@@ -38,9 +35,10 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func fatal(format string, a ...any) error { return &ExitError{Code: 2, Err: fmt.Errorf(format, a...)} }
 
 type collectOptions struct {
-	kubeconfig, context, namespace, output, sink string
-	allNamespaces, watch                         bool
-	files                                        []string
+	kubeconfig, namespace, output, sink, outputDir string
+	contexts                                       []string
+	allNamespaces, watch, dryRun                   bool
+	files                                          []string
 }
 
 // NewCollectCommand builds `kollect collect`.
@@ -55,9 +53,16 @@ No operator and no CRDs are needed in the cluster.
 
 With --sink the rows go to the sink in that file instead of stdout: any sink type the
 operator supports (Git, PostgreSQL, NATS, Kafka, ...), built by the same registry, with
-one export per target. With --watch it keeps running and reports every change.
+one export per target. With --output-dir each target's envelope is a file under that
+folder, rewritten only when its rows change. --dry-run reports what either would write.
+With --watch it keeps running and reports every change.
 
-Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected or bad input.`,
+--context takes names or globs: every matching context is collected on its own, with
+the context's name as the cluster of its rows (a sink's spec.cluster cannot be combined
+with several contexts: every cluster's rows would carry the same name).
+
+Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected or bad
+input; with several contexts, the worst of theirs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCollect(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -65,12 +70,14 @@ Exit codes: 0 every target collected, 1 some targets failed, 2 nothing collected
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to the kubeconfig (default $KUBECONFIG, then ~/.kube/config).")
-	f.StringVar(&o.context, "context", "", "Kubeconfig context to use (default: the current one).")
+	f.StringSliceVar(&o.contexts, "context", nil, "Kubeconfig contexts: names or globs (* and ?), repeatable or comma-separated (default: the current one). Each is collected on its own, and its name is the {cluster} of its rows.")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "Collect only from this namespace.")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Collect from every namespace the targets select (the default).")
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "Profile and target manifests: files or folders (repeatable).")
 	f.StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, ndjson, json or yaml.")
 	f.StringVar(&o.sink, "sink", "", "Write to the sink in this file (a KollectSnapshotSink, KollectDatabaseSink or KollectEventSink) instead of stdout; its secretRef resolves against Secret manifests in the -f files or this file, and a value ${env:VAR} is read from the environment.")
+	f.StringVar(&o.outputDir, "output-dir", "", "Write each target's export envelope under this folder (the local sink): inventory/<namespace>/<name>.yaml, under <context>/ when several contexts are collected. A file whose rows are unchanged is left alone.")
+	f.BoolVar(&o.dryRun, "dry-run", false, "Collect and report what --sink or --output-dir would be sent; write nothing and connect to no sink.")
 	f.BoolVarP(&o.watch, "watch", "w", false, "After the first collection, keep watching and print (or export) every change until interrupted.")
 	return cmd
 }
@@ -86,13 +93,8 @@ type record struct {
 }
 
 func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer) error {
-	switch o.output {
-	case "table", "wide", "ndjson", "json", "yaml":
-	default:
-		return fatal("-o %q: use table, wide, ndjson, json or yaml", o.output)
-	}
-	if o.namespace != "" && o.allNamespaces {
-		return fatal("-n and -A exclude each other")
+	if err := o.check(); err != nil {
+		return err
 	}
 	cfg, err := Load(o.files)
 	if err != nil {
@@ -108,90 +110,106 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 	if o.kubeconfig != "" {
 		loading.ExplicitPath = o.kubeconfig
 	}
-	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{CurrentContext: o.context})
-	raw, err := kc.RawConfig()
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).RawConfig()
 	if err != nil {
 		return fatal("kubeconfig: %v", err)
 	}
-	contextName := o.context
-	if contextName == "" {
-		contextName = raw.CurrentContext
-	}
-	rc, err := kc.ClientConfig()
+	contexts, err := matchContexts(raw, o.contexts)
 	if err != nil {
-		return fatal("kubeconfig: %v", err)
+		return fatal("%v", err)
 	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return fatal("kubernetes client: %v", err)
+	several := len(contexts) > 1
+	if several && o.watch {
+		return fatal("--watch follows one context; --context matches %d (%s)", len(contexts), strings.Join(contexts, ", "))
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(rc)
-	if err != nil {
-		return fatal("kubernetes client: %v", err)
-	}
-	if _, err := disco.ServerVersion(); err != nil {
-		return fatal("cannot reach the cluster of context %q: %v", contextName, err)
-	}
-	var out *sinkOutput
+	var sink *sinkFile
 	if o.sink != "" {
-		if out, err = openSink(o.sink, cfg); err != nil {
+		if sink, err = loadSink(o.sink, cfg); err != nil {
 			return fatal("%v", err)
 		}
-		defer out.close()
+		if c := commonOf(sink.obj).Cluster; c != "" && several {
+			return fatal("--sink %s sets spec.cluster %q and --context matches %d contexts: every context's rows would carry the same cluster; remove spec.cluster so each context's name is its cluster", o.sink, c, len(contexts))
+		}
+		if several && kindOf(sink.obj) == "KollectSnapshotSink" && !mentionsCluster(sink.obj) {
+			return fatal("--sink %s: with several contexts its paths must contain {cluster} (spec.pathTemplate, or its layout's), or every context would write the same files", o.sink)
+		}
 	} else if len(cfg.Sinks) > 0 {
 		fmt.Fprintf(stderr, "warning: %s %q in -f is not used; pass --sink FILE to write to it\n", kindOf(cfg.Sinks[0]), cfg.Sinks[0].GetName())
 	}
-	c := &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: stderr, namespace: o.namespace,
-		progress: newProgress(stderr)}
-	if err := c.loadNamespaces(ctx); err != nil {
-		return fatal("%v", err)
-	}
-
-	var runs []*targetRun
-	failed := 0
-	for i := range cfg.Targets {
-		t := &cfg.Targets[i]
-		tr, err := c.collectTarget(ctx, cfg, t)
-		if err != nil {
-			failed++
-			fmt.Fprintf(stderr, "error: KollectTarget %s/%s: %v\n", t.Namespace, t.Name, err)
-			continue
+	worst := 0
+	var printed []record
+	for _, name := range contexts {
+		log := stderr
+		if several {
+			log = prefixed(stderr, name)
 		}
-		runs = append(runs, tr)
-	}
-	cluster := ""
-	if out != nil {
-		cluster = out.cluster
-	}
-	records := make([]record, 0, len(runs))
-	for _, tr := range runs {
-		records = append(records, tr.record(contextName, cluster))
-	}
-	if out != nil {
-		exported := 0
-		for _, rec := range records {
-			if err := out.export(ctx, rec.snap); err != nil {
-				fmt.Fprintf(stderr, "error: export %s/%s to %s: %v\n", rec.TargetNamespace, rec.TargetName, out.name, err)
-				failed++
-				continue
+		cluster := name
+		if sink != nil {
+			cluster = sink.cluster(name)
+		}
+		res := o.collectContext(ctx, cfg, loading, name, cluster, log)
+		if res.err == nil {
+			switch {
+			case sink != nil && o.watch:
+				return o.watchSink(ctx, res, sink, stdout, stderr)
+			case sink != nil:
+				res.exportTo(ctx, sink, o.dryRun, stdout, log)
+			case o.outputDir != "":
+				res.writeTo(o.outputDir, several, o.dryRun, stdout, log)
+			case o.watch:
+				if err := print(stdout, o.output, res.records); err != nil {
+					return fatal("write output: %v", err)
+				}
+				if res.code() == 2 {
+					return &ExitError{Code: 2, Err: res.summary()}
+				}
+				return res.c.watch(ctx, res.runs, watchOutput{w: stdout, format: o.output, context: name, stderr: stderr})
+			default:
+				printed = append(printed, res.records...)
 			}
-			exported++
 		}
-		fmt.Fprintf(stdout, "exported %d target(s) to %s\n", exported, out.name)
-		if exported == 0 && len(records) > 0 {
-			return &ExitError{Code: 2, Err: fmt.Errorf("nothing exported to %s", out.name)}
+		code := res.code()
+		if code > 0 {
+			fmt.Fprintf(log, "error: context %q: %v\n", name, res.summary())
 		}
-	} else if err := print(stdout, o.output, records); err != nil {
-		return fatal("write output: %v", err)
+		worst = max(worst, code)
 	}
-	if len(records) == 0 {
-		return &ExitError{Code: 2, Err: fmt.Errorf("no target collected")}
+	if sink == nil && o.outputDir == "" {
+		if err := print(stdout, o.output, printed); err != nil {
+			return fatal("write output: %v", err)
+		}
 	}
-	if o.watch {
-		return c.watch(ctx, runs, watchOutput{w: stdout, format: o.output, context: contextName, sink: out, stderr: stderr})
+	if worst > 0 {
+		return &ExitError{Code: worst, Err: fmt.Errorf("%d context(s) collected, the worst ended with exit code %d", len(contexts), worst)}
 	}
-	if failed > 0 {
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d targets failed", failed, len(cfg.Targets))}
+	return nil
+}
+
+// mentionsCluster reports whether a sink's spec uses {cluster} anywhere
+// (a path template).
+func mentionsCluster(o client.Object) bool {
+	b, err := json.Marshal(o)
+	return err == nil && strings.Contains(string(b), "{cluster}")
+}
+
+// check rejects flags that do not go together.
+func (o collectOptions) check() error {
+	switch o.output {
+	case "table", "wide", "ndjson", "json", "yaml":
+	default:
+		return fatal("-o %q: use table, wide, ndjson, json or yaml", o.output)
+	}
+	if o.namespace != "" && o.allNamespaces {
+		return fatal("-n and -A exclude each other")
+	}
+	if o.sink != "" && o.outputDir != "" {
+		return fatal("--sink and --output-dir exclude each other: pick one destination")
+	}
+	if o.dryRun && o.sink == "" && o.outputDir == "" {
+		return fatal("--dry-run needs --sink or --output-dir: without them nothing is written anyway")
+	}
+	if o.dryRun && o.watch {
+		return fatal("--dry-run and --watch exclude each other")
 	}
 	return nil
 }
@@ -305,87 +323,3 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	return tr, nil
 }
 
-func print(w io.Writer, format string, records []record) error {
-	switch format {
-	case "ndjson":
-		for _, r := range records {
-			b, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "json", "yaml":
-		if records == nil {
-			records = []record{}
-		}
-		b, err := json.MarshalIndent(records, "", "  ")
-		if err != nil {
-			return err
-		}
-		if format == "yaml" {
-			if b, err = yaml.JSONToYAML(b); err != nil {
-				return err
-			}
-		} else {
-			b = append(b, '\n')
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	return table(w, records, format == "wide")
-}
-
-// table prints one line per row with the attributes as columns.
-func table(w io.Writer, records []record, wide bool) error {
-	names := map[string]bool{}
-	for _, r := range records {
-		for _, row := range r.snap.Rows {
-			for k := range row.Attributes {
-				names[k] = true
-			}
-		}
-	}
-	cols := make([]string, 0, len(names))
-	for k := range names {
-		cols = append(cols, k)
-	}
-	sort.Strings(cols)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := []string{"TARGET", "NAMESPACE", "NAME", "KIND"}
-	for _, c := range cols {
-		header = append(header, strings.ToUpper(c))
-	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range records {
-		for _, row := range r.snap.Rows {
-			line := []string{r.TargetNamespace + "/" + r.TargetName, row.Namespace, row.Name, row.Kind}
-			for _, c := range cols {
-				line = append(line, cell(row.Attributes[c], row.Attributes, c, wide))
-			}
-			fmt.Fprintln(tw, strings.Join(line, "\t"))
-		}
-	}
-	return tw.Flush()
-}
-
-func cell(v any, attrs map[string]any, key string, wide bool) string {
-	if _, ok := attrs[key]; !ok {
-		return "<none>"
-	}
-	var s string
-	switch v := v.(type) {
-	case string:
-		s = v
-	default:
-		b, _ := json.Marshal(v)
-		s = string(b)
-	}
-	if !wide && len(s) > 40 {
-		s = s[:37] + "..."
-	}
-	return s
-}

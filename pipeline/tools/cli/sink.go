@@ -41,12 +41,21 @@ func kindOf(o client.Object) string {
 	return "KollectSnapshotSink"
 }
 
-// openSink reads the one sink in file and builds its backend through the
-// backends registry, as the operator would. Credentials come from Secret
-// manifests in file or in the -f files; values ${env:VAR} are read from
-// the environment. The CLI runs on the user's machine and dials what the
-// user names, loopback and private addresses included.
-func openSink(file string, cfg *Config) (*sinkOutput, error) {
+// sinkFile is the --sink manifest, read and checked once: its one sink
+// object, its type in the registry and its resolved credentials.
+type sinkFile struct {
+	file     string
+	obj      client.Object
+	typ      string
+	registry *backends.Registry
+	creds    backends.Credentials
+}
+
+// loadSink reads the one sink in file and resolves its credentials from
+// Secret manifests in file or in the -f files; values ${env:VAR} are read
+// from the environment. The CLI runs on the user's machine and dials what
+// the user names, loopback and private addresses included.
+func loadSink(file string, cfg *Config) (*sinkFile, error) {
 	sc, err := Load([]string{file})
 	if err != nil {
 		return nil, fmt.Errorf("--sink: %w", err)
@@ -54,30 +63,49 @@ func openSink(file string, cfg *Config) (*sinkOutput, error) {
 	if len(sc.Sinks) != 1 {
 		return nil, fmt.Errorf("--sink %s: want exactly one sink (KollectSnapshotSink, KollectDatabaseSink or KollectEventSink), found %d", file, len(sc.Sinks))
 	}
-	s := sc.Sinks[0]
-	registry := backends.Default(endpoint.Policy{AllowPrivate: true, AllowLoopback: true})
-	t, err := registry.Type(s)
+	sf := &sinkFile{file: file, obj: sc.Sinks[0], registry: backends.Default(endpoint.Policy{AllowPrivate: true, AllowLoopback: true})}
+	t, err := sf.registry.Type(sf.obj)
 	if err != nil {
 		return nil, fmt.Errorf("--sink %s: %w", file, err)
 	}
-	var creds backends.Credentials
+	sf.typ = t.Name
 	if t.Secret != nil {
-		if creds.Data, err = sinkSecret(s, t.Secret(s), cfg, sc); err != nil {
+		if sf.creds.Data, err = sinkSecret(sf.obj, t.Secret(sf.obj), cfg, sc); err != nil {
 			return nil, err
 		}
 	}
+	return sf, nil
+}
+
+// name describes the sink for messages.
+func (sf *sinkFile) name() string {
+	return fmt.Sprintf("%s %s/%s (%s, %s)", kindOf(sf.obj), sf.obj.GetNamespace(), sf.obj.GetName(), sf.typ, commonOf(sf.obj).Endpoint)
+}
+
+// cluster is the cluster the rows of a context carry: the sink's
+// spec.cluster, or the context's name.
+func (sf *sinkFile) cluster(contextName string) string {
+	if c := commonOf(sf.obj).Cluster; c != "" {
+		return c
+	}
+	return contextName
+}
+
+// open builds the sink's backend through the registry, as the operator
+// would, for the rows of one cluster.
+func (sf *sinkFile) open(ctx context.Context, cluster string) (*sinkOutput, error) {
+	obj := sf.obj.DeepCopyObject().(client.Object)
+	commonOf(obj).Cluster = cluster
 	state, err := os.MkdirTemp("", "kollect-collect-")
 	if err != nil {
 		return nil, err
 	}
-	b, err := registry.Build(context.Background(), s, creds, state)
+	b, err := sf.registry.Build(ctx, obj, sf.creds, state)
 	if err != nil {
 		os.RemoveAll(state)
-		return nil, fmt.Errorf("--sink %s: %w", file, err)
+		return nil, fmt.Errorf("--sink %s: %w", sf.file, err)
 	}
-	common := commonOf(s)
-	return &sinkOutput{name: fmt.Sprintf("%s %s/%s (%s, %s)", kindOf(s), s.GetNamespace(), s.GetName(), t.Name, common.Endpoint),
-		cluster: common.Cluster, backend: b, state: state, last: map[string]*rows.Snapshot{}}, nil
+	return &sinkOutput{name: sf.name(), cluster: cluster, backend: b, state: state, last: map[string]*rows.Snapshot{}}, nil
 }
 
 func commonOf(o client.Object) *kollectv1alpha1.SinkCommonFields {
