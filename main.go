@@ -54,7 +54,7 @@ func newRootCommand(argv0 string) *cobra.Command {
 	if filepath.Base(argv0) == "kubectl-kollect" {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kollect"}
 	}
-	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), cli.NewInitCommand(), newVersionCommand())
 	return root
 }
 

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
@@ -322,4 +322,3 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	}
 	return tr, nil
 }
-
