@@ -264,7 +264,13 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 		swapped: make(chan struct{}), abandoned: make(chan struct{})}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.dispatch(e, g, obj, false, 1) },
-		UpdateFunc: func(_, obj any) { m.dispatch(e, g, obj, false, 0) },
+		UpdateFunc: func(old, obj any) {
+			if old == obj {
+				// A periodic resync hands the cached object as both.
+				m.metrics.resynced(e.gvr)
+			}
+			m.dispatch(e, g, obj, false, 0)
+		},
 		DeleteFunc: func(obj any) { m.dispatch(e, g, obj, true, -1) },
 	})
 	e.count.Store(0)

@@ -3,6 +3,7 @@ package informers_test
 import (
 	"context"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"testing"
 	"time"
@@ -141,4 +142,37 @@ func TestAKindThatIsNotServedFailsClearly(t *testing.T) {
 	if !errors.Is(err, informers.ErrNotServed) {
 		t.Fatalf("want ErrNotServed, got %v", err)
 	}
+}
+
+// TestAResyncIsCounted: a periodic resync delivers each cached object as
+// an update of itself, counted per resource.
+func TestAResyncIsCounted(t *testing.T) {
+	createCM(t, "inf-resync", "one")
+	reg := prometheus.NewRegistry()
+	m := informers.New(dynamic.NewForConfigOrDie(env.Config), discovery.NewDiscoveryClientForConfigOrDie(env.Config), 300*time.Millisecond, 10*time.Second, informers.NewMetrics(reg))
+	t.Cleanup(m.Stop)
+	r := &recorder{seen: map[string]informers.Event{}}
+	if _, _, err := m.Acquire(context.Background(), configMaps, "r", "inf-resync", projection.Base(), r); err != nil {
+		t.Fatal(err)
+	}
+	resyncs := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "kollect_informer_resync_dispatches_total" {
+				for _, s := range mf.GetMetric() {
+					for _, l := range s.GetLabel() {
+						if l.GetName() == "resource" && l.GetValue() == "configmaps" {
+							return s.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+		}
+		return 0
+	}
+	waitFor(t, "the subscriber sees inf-resync/one", func() bool { _, ok := r.get("inf-resync/one"); return ok })
+	waitFor(t, "two resyncs of the one object are counted", func() bool { return resyncs() >= 2 })
 }

@@ -10,6 +10,7 @@ import (
 type Metrics struct {
 	objectCount *prometheus.GaugeVec
 	clusterWide *prometheus.GaugeVec
+	resyncs     *prometheus.CounterVec
 }
 
 // NewMetrics registers the informer series with reg.
@@ -21,8 +22,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		clusterWide: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kollect_informer_cluster_wide_scope", Help: "1 if the informer watches every namespace, 0 if one.",
 		}, []string{"group", "version", "resource"}),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kollect_informer_resync_dispatches_total",
+			Help: "Update events a periodic informer resync delivered (the cached object again, unchanged).",
+		}, []string{"group", "version", "resource"}),
 	}
-	reg.MustRegister(m.objectCount, m.clusterWide)
+	reg.MustRegister(m.objectCount, m.clusterWide, m.resyncs)
 	return m
 }
 
@@ -43,9 +48,16 @@ func (m *Metrics) scope(gvr schema.GroupVersionResource, clusterWide bool) {
 	m.clusterWide.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Set(v)
 }
 
+func (m *Metrics) resynced(gvr schema.GroupVersionResource) {
+	if m != nil {
+		m.resyncs.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Inc()
+	}
+}
+
 func (m *Metrics) forget(gvr schema.GroupVersionResource) {
 	if m != nil {
 		m.objectCount.DeleteLabelValues(gvr.Group, gvr.Version, gvr.Resource)
 		m.clusterWide.DeleteLabelValues(gvr.Group, gvr.Version, gvr.Resource)
+		m.resyncs.DeleteLabelValues(gvr.Group, gvr.Version, gvr.Resource)
 	}
 }
