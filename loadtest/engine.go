@@ -126,7 +126,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	runtime.ReadMemStats(&before)
 	smp := startSampler(os.Getpid(), fromRegistry(reg), 100*time.Millisecond)
 
-	inbox := target.NewInbox(sys.Root)
+	inbox := target.NewInbox(sys.Root, nil)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "load"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, metrics, "load"))
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: deploymentsGVR, GVK: deploymentGVK, Store: emptyStore{}}},

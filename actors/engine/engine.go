@@ -111,6 +111,7 @@ func (e *Engine) targetStopped(pid *actor.PID) {
 	for ref, t := range e.targets {
 		if t.pid.Equal(pid) {
 			delete(e.targets, ref)
+			t.inbox.Discard()
 		}
 	}
 }
@@ -191,7 +192,7 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	e.mu.Lock()
 	ent := e.targets[spec.Ref]
 	if ent == nil {
-		inbox := target.NewInbox(e.system.Root)
+		inbox := target.NewInbox(e.system.Root, e.metrics)
 		name := spec.Ref.Namespace + "/" + spec.Ref.Name
 		pid, err := e.spawnUnder(e.targetGuardian, target.Props(inbox, e.inf, e.reporter, e.metrics, name))
 		if err != nil {
@@ -273,6 +274,7 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 		e.inf.Release(g, ref.String())
 	}
 	_ = e.system.Root.StopFuture(ent.pid).Wait()
+	ent.inbox.Discard()
 	e.relink()
 }
 

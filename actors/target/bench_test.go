@@ -82,7 +82,7 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	defer sys.Shutdown()
 	rep := &countReporter{want: b.N, done: make(chan struct{}, 1)}
 	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
-	inbox := target.NewInbox(sys.Root)
+	inbox := target.NewInbox(sys.Root, nil)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},

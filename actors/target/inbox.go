@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/informers"
 )
 
@@ -19,8 +20,9 @@ type Inbox struct {
 	// relist: an informer was rebuilt; the actor lists its stores again.
 	relist bool
 	woken  bool
-	root   *actor.RootContext
-	pid    *actor.PID
+	root    *actor.RootContext
+	pid     *actor.PID
+	metrics *actors.Metrics
 
 	// kept across restarts of the actor
 	cfg    *Config
@@ -54,9 +56,10 @@ type pendingKey struct {
 	key string
 }
 
-// NewInbox builds an inbox; Bind connects it to its actor.
-func NewInbox(root *actor.RootContext) *Inbox {
-	return &Inbox{root: root, pending: map[pendingKey]informers.Event{}, nsDirty: map[string]bool{}}
+// NewInbox builds an inbox; Bind connects it to its actor. metrics (may
+// be nil) gets the events waiting in it as the dispatch queue depth.
+func NewInbox(root *actor.RootContext, metrics *actors.Metrics) *Inbox {
+	return &Inbox{root: root, metrics: metrics, pending: map[pendingKey]informers.Event{}, nsDirty: map[string]bool{}}
 }
 
 // Bind sets the actor the inbox wakes, and wakes it when events arrived
@@ -77,7 +80,11 @@ func (b *Inbox) Notify(ev informers.Event) {
 	if ev.Resync {
 		b.relist = true
 	} else {
+		n := len(b.pending)
 		b.pending[pendingKey{ev.GVR, ev.Key}] = ev
+		if len(b.pending) > n {
+			b.metrics.Queued(1)
+		}
 	}
 	b.wakeLocked()
 }
@@ -105,6 +112,15 @@ func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	evs, ns, relist := b.pending, b.nsDirty, b.relist
+	b.metrics.Queued(-len(evs))
 	b.pending, b.nsDirty, b.woken, b.relist = map[pendingKey]informers.Event{}, map[string]bool{}, false, false
 	return evs, ns, relist
+}
+
+// Discard drops the events still waiting: the inbox's target is gone.
+func (b *Inbox) Discard() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.metrics.Queued(-len(b.pending))
+	b.pending = map[pendingKey]informers.Event{}
 }

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/informers"
 )
 
@@ -18,7 +20,8 @@ import (
 func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
-	inbox := NewInbox(sys.Root)
+	reg := prometheus.NewRegistry()
+	inbox := NewInbox(sys.Root, actors.NewMetrics(reg))
 	release := make(chan struct{})
 	var wakes atomic.Int32
 	drained := make(chan map[pendingKey]informers.Event, 10)
@@ -35,6 +38,9 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 	for i := 0; i < 10000; i++ {
 		inbox.Notify(informers.Event{GVR: gvr, Key: string(rune('a' + i%10))})
 	}
+	if d := queueDepth(t, reg); d != 10 {
+		t.Fatalf("dispatch queue depth %v while the actor is busy, want 10 (one per object)", d)
+	}
 	close(release)
 	select {
 	case evs := <-drained:
@@ -48,12 +54,36 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 	if n := wakes.Load(); n != 1 {
 		t.Fatalf("want exactly one wake-up for the whole burst, got %d", n)
 	}
+	if d := queueDepth(t, reg); d != 0 {
+		t.Fatalf("dispatch queue depth %v after the drain, want 0", d)
+	}
+	// Events of a target that goes away leave the depth with it.
+	inbox.Notify(informers.Event{GVR: gvr, Key: "late"})
+	inbox.Discard()
+	if d := queueDepth(t, reg); d != 0 {
+		t.Fatalf("dispatch queue depth %v after Discard, want 0", d)
+	}
+}
+
+func queueDepth(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "kollect_collect_dispatch_queue_depth" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no kollect_collect_dispatch_queue_depth")
+	return 0
 }
 
 func TestEventsBeforeTheActorStartsAreDelivered(t *testing.T) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
-	inbox := NewInbox(sys.Root)
+	inbox := NewInbox(sys.Root, nil)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	inbox.Notify(informers.Event{GVR: gvr, Key: "early"})
 	got := make(chan int, 1)

@@ -58,7 +58,7 @@ func TestSeriesAtMostOncePerInterval(t *testing.T) {
 			sys := actor.NewActorSystem()
 			defer sys.Shutdown()
 			rep := &seriesReports{}
-			inbox := target.NewInbox(sys.Root)
+			inbox := target.NewInbox(sys.Root, nil)
 			tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, rep, nil, "t"))
 			ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ns", Name: "t"}
 			sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},

@@ -191,6 +191,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 			span.SetAttributes(attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(evs)),
 				attribute.Int("kollect.namespaces", len(nss)))
 		}
+		start := time.Now()
 		var ups []*rows.Row
 		var dels []rows.Key
 		for ns := range nss {
@@ -204,6 +205,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 				dels = append(dels, *d)
 			}
 		}
+		a.metrics.Dispatched(len(evs), time.Since(start))
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
 		}

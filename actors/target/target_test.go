@@ -68,7 +68,7 @@ func TestAPanicInEvaluationFailsOneObjectNotTheTarget(t *testing.T) {
 		}
 	}))
 	rep := &lastReport{}
-	inbox := target.NewInbox(sys.Root)
+	inbox := target.NewInbox(sys.Root, nil)
 	tgt := sys.Root.Spawn(target.Props(inbox, panickyNamespaces{}, rep, nil, "t"))
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ok", Name: "t"}
 	store := listStore{objectIn("ok", "fine"), objectIn("boom", "bad")}

@@ -171,7 +171,8 @@ spec:
 		`kollect_actor_mailbox_depth{actor="sink"`, `kollect_actor_messages_processed_total{actor="target"}`,
 		`kollect_informer_objects{group="apps",resource="deployments",version="v1"}`, "kollect_export_duration_seconds_bucket",
 		"kollect_collect_items_total", `kollect_reconcile_total{controller="kollecttarget",result="success"}`,
-		`kollect_reconcile_duration_seconds_count{controller="kollectinventory"}`} {
+		`kollect_reconcile_duration_seconds_count{controller="kollectinventory"}`, "kollect_collect_dispatch_queue_depth",
+		"kollect_collect_dispatch_backpressure_total 0", "kollect_collect_dispatch_duration_seconds_count"} {
 		if !strings.Contains(m, series) {
 			t.Errorf("/metrics lacks %s", series)
 		}
