@@ -18,8 +18,8 @@ type Inbox struct {
 	pending map[pendingKey]informers.Event
 	nsDirty map[string]bool
 	// relist: an informer was rebuilt; the actor lists its stores again.
-	relist bool
-	woken  bool
+	relist  bool
+	woken   bool
 	root    *actor.RootContext
 	pid     *actor.PID
 	metrics *actors.Metrics
