@@ -263,7 +263,7 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	g := &generation{informer: inf, namespace: namespace, kept: kept, cancel: cancel,
 		swapped: make(chan struct{}), abandoned: make(chan struct{})}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.dispatch(e, g, obj, false, 1) },
+		AddFunc: func(obj any) { m.dispatch(e, g, obj, false, 1) },
 		UpdateFunc: func(old, obj any) {
 			if old == obj {
 				// A periodic resync hands the cached object as both.
