@@ -3,6 +3,8 @@ package target
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -198,13 +200,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 			u, d := a.evaluateNamespace(ns)
 			ups, dels = append(ups, u...), append(dels, d...)
 		}
-		for _, ev := range evs {
-			if u, d := a.apply(ev); u != nil {
-				ups = append(ups, u)
-			} else if d != nil {
-				dels = append(dels, *d)
-			}
-		}
+		u, d := a.applyAll(evs)
+		ups, dels = append(ups, u...), append(dels, d...)
 		a.metrics.Dispatched(len(evs), time.Since(start))
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
@@ -274,23 +271,77 @@ func (a *actorState) source(gvr schema.GroupVersionResource) *Source {
 	return nil
 }
 
-// apply handles one event; it returns the upserted row or the deleted key,
-// or neither when nothing changed.
-func (a *actorState) apply(ev informers.Event) (*rows.Row, *rows.Key) {
-	src := a.source(ev.GVR)
-	if src == nil {
-		return nil, nil
+// parallelMin is the number of events each worker must get before a
+// batch is spread over more than one: below it, starting workers costs
+// more than it saves.
+const parallelMin = 256
+
+// outcome is one event of a batch: its object and, once evaluated, the row
+// or the error.
+type outcome struct {
+	k    objKey
+	src  *Source
+	obj  *unstructured.Unstructured
+	row  *rows.Row
+	err  error
+	gone bool
+}
+
+// applyAll handles a drained batch (one event per object): the objects are
+// evaluated on up to GOMAXPROCS workers (the evaluator is safe for
+// concurrent use; a batch holds each object once, so no object's events
+// are reordered), then their rows are stored and compared in this actor,
+// one at a time. It returns the upserted rows and the deleted keys.
+func (a *actorState) applyAll(evs map[pendingKey]informers.Event) ([]*rows.Row, []rows.Key) {
+	batch := make([]outcome, 0, len(evs))
+	for _, ev := range evs {
+		src := a.source(ev.GVR)
+		if src == nil {
+			continue
+		}
+		batch = append(batch, outcome{k: objKey{ev.GVR, ev.Key}, src: src, obj: ev.Object, gone: ev.Deleted || ev.Object == nil})
 	}
-	k := objKey{ev.GVR, ev.Key}
-	old := a.rows[k]
-	var row *rows.Row
-	if !ev.Deleted && ev.Object != nil {
-		row = a.evaluate(*src, ev.Key, ev.Object)
+	evaluate := func(part []outcome) {
+		for i := range part {
+			if o := &part[i]; !o.gone {
+				o.row, o.err = a.row(o.src.GVK, o.obj)
+			}
+		}
+	}
+	if workers := min(runtime.GOMAXPROCS(0), len(batch)/parallelMin); workers > 1 {
+		var wg sync.WaitGroup
+		chunk := (len(batch) + workers - 1) / workers
+		for lo := chunk; lo < len(batch); lo += chunk {
+			wg.Add(1)
+			go func(part []outcome) {
+				defer wg.Done()
+				evaluate(part)
+			}(batch[lo:min(lo+chunk, len(batch))])
+		}
+		evaluate(batch[:chunk])
+		wg.Wait()
 	} else {
-		delete(a.rows, k)
-		delete(a.failures, k)
+		evaluate(batch)
 	}
-	return a.diff(k, old, row)
+	var ups []*rows.Row
+	var dels []rows.Key
+	for i := range batch {
+		o := &batch[i]
+		old := a.rows[o.k]
+		var row *rows.Row
+		if o.gone {
+			delete(a.rows, o.k)
+			delete(a.failures, o.k)
+		} else {
+			row = a.store(o.k, o.row, o.err)
+		}
+		if u, d := a.diff(o.k, old, row); u != nil {
+			ups = append(ups, u)
+		} else if d != nil {
+			dels = append(dels, *d)
+		}
+	}
+	return ups, dels
 }
 
 func (a *actorState) diff(k objKey, old, row *rows.Row) (*rows.Row, *rows.Key) {
@@ -340,13 +391,17 @@ func objectKey(obj *unstructured.Unstructured) string {
 // evaluate runs selection and extraction for obj (whose informer key is
 // key) and stores the result: the row, or its absence.
 func (a *actorState) evaluate(src Source, key string, obj *unstructured.Unstructured) *rows.Row {
-	k := objKey{src.GVR, key}
 	row, err := a.row(src.GVK, obj)
+	return a.store(objKey{src.GVR, key}, row, err)
+}
+
+// store records an object's evaluation: its row, or its absence and why.
+func (a *actorState) store(k objKey, row *rows.Row, err error) *rows.Row {
 	switch {
 	case err != nil:
 		delete(a.rows, k)
 		a.failures[k] = err.Error()
-		a.lastErr = fmt.Sprintf("%s: %v", key, err)
+		a.lastErr = fmt.Sprintf("%s: %v", k.key, err)
 		return nil
 	case row == nil:
 		delete(a.rows, k)

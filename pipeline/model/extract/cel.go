@@ -2,6 +2,7 @@ package extract
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -53,18 +54,26 @@ func (a *objectActivation) ResolveName(name string) (any, bool) {
 
 func (a *objectActivation) Parent() interpreter.Activation { return nil }
 
+// celPath is a compiled expression; it is safe for concurrent use (each
+// evaluation borrows an activation from acts, so none is allocated per
+// object once the pool is warm).
 type celPath struct {
 	prg   cel.Program
-	act   objectActivation
+	acts  sync.Pool
 	needs *projection.Set
 }
 
 func compileCEL(expr string) (evaluator, error) { return compileProgram(expr) }
 
 func (c *celPath) eval(obj map[string]any) (any, bool, error) {
-	c.act.obj = obj
-	out, _, err := c.prg.Eval(&c.act)
-	c.act.obj = nil
+	act, _ := c.acts.Get().(*objectActivation)
+	if act == nil {
+		act = &objectActivation{}
+	}
+	act.obj = obj
+	out, _, err := c.prg.Eval(act)
+	act.obj = nil
+	c.acts.Put(act)
 	if err != nil {
 		return nil, false, fmt.Errorf("cel: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/util/jsonpath"
 
@@ -27,17 +28,14 @@ func compileJSONPath(path string) (evaluator, error) {
 	if steps, ok := simpleSteps(p.Root); ok {
 		return fieldWalk(steps), nil
 	}
-	jp := jsonpath.New("attribute").AllowMissingKeys(true)
-	if err := jp.Parse(tmpl); err != nil {
+	if _, err := parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("invalid JSONPath %q: %w", path, err)
 	}
-	t := &templatePath{jp: jp, needs: templateReads(p.Root)}
-	if hasRange(p.Root) {
-		// client-go's JSONPath rewrites its parsed template while it walks
-		// a range and does not restore it: such a template is parsed for
-		// every evaluation, or only the first object would see it whole.
-		t.reparse = tmpl
-	}
+	t := &templatePath{tmpl: tmpl, needs: templateReads(p.Root)}
+	// client-go's JSONPath rewrites its parsed template while it walks a
+	// range and does not restore it: such a template is parsed for every
+	// evaluation, or only the first object would see it whole.
+	t.reparse = hasRange(p.Root)
 	return t, nil
 }
 
@@ -117,22 +115,37 @@ func (w fieldWalk) eval(obj map[string]any) (any, bool, error) {
 
 // templatePath evaluates a full kubectl JSONPath template: only the first
 // segment's results count; none is null, one is the value, several a list.
+//
+// client-go's JSONPath keeps state while it evaluates, so each evaluation
+// borrows a parsed copy from parsed: the path is safe for concurrent use.
 type templatePath struct {
-	jp    *jsonpath.JSONPath
-	needs *projection.Set
-	// reparse, when set, is a template parsed for each evaluation.
-	reparse string
+	tmpl   string
+	parsed sync.Pool
+	needs  *projection.Set
+	// reparse: the template is parsed for each evaluation.
+	reparse bool
+}
+
+func parseTemplate(tmpl string) (*jsonpath.JSONPath, error) {
+	jp := jsonpath.New("attribute").AllowMissingKeys(true)
+	if err := jp.Parse(tmpl); err != nil {
+		return nil, err
+	}
+	return jp, nil
 }
 
 func (t *templatePath) eval(obj map[string]any) (any, bool, error) {
-	jp := t.jp
-	if t.reparse != "" {
-		jp = jsonpath.New("attribute").AllowMissingKeys(true)
-		if err := jp.Parse(t.reparse); err != nil {
+	jp, _ := t.parsed.Get().(*jsonpath.JSONPath)
+	if jp == nil || t.reparse {
+		var err error
+		if jp, err = parseTemplate(t.tmpl); err != nil {
 			return nil, false, err
 		}
 	}
 	results, err := jp.FindResults(obj)
+	if !t.reparse {
+		t.parsed.Put(jp)
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), "not found") {
 			return nil, false, nil

@@ -108,7 +108,6 @@ func (term *terminal) result() error {
 }
 
 const (
-	esc   = "\x1b"
 	enter = "\r"
 	clear = "\x15" // ctrl+u: the line so far
 )
@@ -118,7 +117,7 @@ func TestInitWritesAProfileAndTargetThatCollect(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "collect-config")
 	term := startInit(t, kubeconfig, dir)
 	term.waitFor("Which kind should the inventory collect?")
-	term.keys("/", "Deployment (apps/v1)", esc, enter)
+	term.keys("/", "Deployment (apps/v1)", enter)
 	term.waitFor("Attributes to keep (sampled from")
 	term.keys("/", "$.spec.replicas", enter, "x", "/", clear, "containers[0].image", enter, "x", enter)
 	term.waitFor("Name of the profile and target")
@@ -160,7 +159,7 @@ func TestInitSamplesSecretsOnlyAfterAConfirmation(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "out")
 		term := startInit(t, kubeconfig, dir)
 		term.waitFor("Which kind should the inventory collect?")
-		term.keys("/", "Secret (v1)", esc, enter)
+		term.keys("/", "Secret (v1)", enter)
 		term.waitFor("Sample Secret objects and allow exporting their data?")
 		term.keys("n")
 		err := term.result()
@@ -178,7 +177,7 @@ func TestInitSamplesSecretsOnlyAfterAConfirmation(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "out")
 		term := startInit(t, kubeconfig, dir)
 		term.waitFor("Which kind should the inventory collect?")
-		term.keys("/", "Secret (v1)", esc, enter)
+		term.keys("/", "Secret (v1)", enter)
 		term.waitFor("Sample Secret objects and allow exporting their data?")
 		term.keys("y")
 		term.waitFor("Attributes to keep")
