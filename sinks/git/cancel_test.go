@@ -28,8 +28,8 @@ func TestACanceledExportLeavesALocalRemoteWritable(t *testing.T) {
 	version := 0
 	next := func() *rows.Snapshot {
 		version++
-		rs := make([]*rows.Row, 0, 300)
-		for i := range 300 {
+		rs := make([]*rows.Row, 0, 100)
+		for i := range 100 {
 			rs = append(rs, row(t, fmt.Sprintf("app-%03d", i), fmt.Sprintf("nginx:%d", version)))
 		}
 		return snap(rs...)
@@ -43,9 +43,9 @@ func TestACanceledExportLeavesALocalRemoteWritable(t *testing.T) {
 	}
 	took := time.Since(start)
 	canceled := 0
-	for i := range 60 {
+	for i := range 36 {
 		// Deadlines spread over a whole export, its push included.
-		ctx, cancel := context.WithTimeout(context.Background(), took*time.Duration(i)/45)
+		ctx, cancel := context.WithTimeout(context.Background(), took*time.Duration(i)/27)
 		done := make(chan error, 1)
 		go func() { _, err := s.Export(ctx, next()); done <- err }()
 		select {
@@ -54,15 +54,15 @@ func TestACanceledExportLeavesALocalRemoteWritable(t *testing.T) {
 				canceled++
 			}
 		case <-time.After(time.Minute):
-			t.Fatalf("an export canceled at %d/45 of its course never returned", i)
+			t.Fatalf("an export canceled at %d/27 of its course never returned", i)
 		}
 		cancel()
 		want := next()
 		if _, err := s.Export(context.Background(), want); err != nil {
-			t.Fatalf("after an export canceled at %d/45 of its course, the next one failed: %v", i, err)
+			t.Fatalf("after an export canceled at %d/27 of its course, the next one failed: %v", i, err)
 		}
 		if locks := lockFiles(t, bare); len(locks) > 0 {
-			t.Fatalf("after an export canceled at %d/45 of its course the remote holds lock files %v", i, locks)
+			t.Fatalf("after an export canceled at %d/27 of its course the remote holds lock files %v", i, locks)
 		}
 		file := ""
 		for _, f := range strings.Split(gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n") {
@@ -74,7 +74,7 @@ func TestACanceledExportLeavesALocalRemoteWritable(t *testing.T) {
 			t.Fatalf("the branch does not hold the last export:\n%s", got)
 		}
 	}
-	t.Logf("%d of 60 exports ended by their deadline (an export takes %s)", canceled, took)
+	t.Logf("%d of 36 exports ended by their deadline (an export takes %s)", canceled, took)
 }
 
 // lockFiles lists the *.lock files under a bare repository.
