@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path"
 	"sort"
@@ -172,33 +171,14 @@ func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		ack, err := s.export(ctx, snap, parts)
-		if !errors.Is(err, gogit.ErrNonFastForwardUpdate) && !isRejected(err) || attempt == pushAttempts {
-			return ack, err
-		}
-		// Someone else pushed first (another cluster of a fleet, another
-		// inventory): build the commit again on the new tip, after a
-		// growing, jittered pause so the writers do not collide again.
+	ack, err := s.export(ctx, snap, parts)
+	if errors.Is(err, gogit.ErrNonFastForwardUpdate) || isRejected(err) {
+		// Someone else pushed: rebase onto the new tip once.
 		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
-		pause := min(pushBackoff<<(attempt-1), pushBackoffMax)
-		pause += rand.N(pause)
-		select {
-		case <-ctx.Done():
-			return ack, err
-		case <-time.After(pause):
-		}
+		ack, err = s.export(ctx, snap, parts)
 	}
+	return ack, err
 }
-
-// A push another writer beat is rebuilt and retried up to pushAttempts
-// times, pausing pushBackoff, doubling up to pushBackoffMax, each plus up
-// to as much again at random.
-const (
-	pushAttempts   = 8
-	pushBackoff    = 25 * time.Millisecond
-	pushBackoffMax = 2 * time.Second
-)
 
 var _ sinks.Parted = (*Sink)(nil)
 
@@ -346,12 +326,8 @@ func isMissingRef(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "couldn't find remote ref")
 }
 
-// isRejected reports whether the remote refused a push because the branch
-// moved meanwhile: a non-fast-forward update, or git's "failed to update
-// ref" when another push holds or has just changed the branch.
 func isRejected(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first") ||
-		strings.Contains(err.Error(), "failed to update ref"))
+	return err != nil && (strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first"))
 }
 
 // flatten lists every file of the base commit's tree (path → blob), reusing
