@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,7 +31,10 @@ func TestExportSpans(t *testing.T) {
 	_, collect := tp.Tracer("test").Start(context.Background(), "kollect.collect")
 	collect.End()
 	be := &flakyBackend{}
-	sys, pid, results := harness(t, sink.Config{Inventory: "ns/inv", Key: "database/warehouse", Type: "postgres", Backend: sinks.Whole(be),
+	// The tracer provider is global and an earlier test's actor may still
+	// be exporting: this test's spans are those of its own inventory.
+	inv := fmt.Sprintf("ns/inv-%d", time.Now().UnixNano())
+	sys, pid, results := harness(t, sink.Config{Inventory: inv, Key: "database/warehouse", Type: "postgres", Backend: sinks.Whole(be),
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a", "b"), Links: []trace.Link{{SpanContext: collect.SpanContext()}}})
 	if r := next(t, results); r.Err != nil {
@@ -44,11 +48,20 @@ func TestExportSpans(t *testing.T) {
 
 	spans := rec.GetSpans()
 	var exports, writes []tracetest.SpanStub
+	ours := map[trace.SpanID]bool{}
 	for _, s := range spans {
-		switch s.Name {
-		case "kollect.export":
-			exports = append(exports, s)
-		case "kollect.sink.write":
+		if s.Name != "kollect.export" {
+			continue
+		}
+		for _, a := range s.Attributes {
+			if a.Key == "kollect.inventory" && a.Value.AsString() == inv {
+				exports = append(exports, s)
+				ours[s.SpanContext.SpanID()] = true
+			}
+		}
+	}
+	for _, s := range spans {
+		if s.Name == "kollect.sink.write" && ours[s.Parent.SpanID()] {
 			writes = append(writes, s)
 		}
 	}
@@ -63,7 +76,7 @@ func TestExportSpans(t *testing.T) {
 	for _, a := range first.Attributes {
 		attrs[a.Key] = a.Value
 	}
-	if attrs["kollect.inventory"].AsString() != "ns/inv" || attrs["kollect.binding"].AsString() != "database/warehouse" ||
+	if attrs["kollect.inventory"].AsString() != inv || attrs["kollect.binding"].AsString() != "database/warehouse" ||
 		attrs["kollect.sink.type"].AsString() != "postgres" || attrs["kollect.rows.upserted"].AsInt64() != 2 {
 		t.Errorf("export span attributes: %v", first.Attributes)
 	}
