@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -200,7 +201,7 @@ func listableKinds(disco discovery.DiscoveryInterface) ([]kindChoice, error) {
 			continue
 		}
 		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !contains(r.Verbs, "list") {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
 				continue
 			}
 			out = append(out, kindChoice{gvk: gv.WithKind(r.Kind), resource: r.Name, namespaced: r.Namespaced})
@@ -213,15 +214,6 @@ func listableKinds(disco discovery.DiscoveryInterface) ([]kindChoice, error) {
 		return out[i].gvk.Group < out[j].gvk.Group
 	})
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeManifests writes both files, never over existing ones.

@@ -24,7 +24,7 @@ func (r *contextRun) writeTo(dir string, several, dryRun bool, stdout, log io.Wr
 		}
 		verb := "wrote"
 		switch {
-		case unchanged(p, rec.Envelope):
+		case unchanged(p, rec.snap.Checksum, r.cluster):
 			verb = "unchanged"
 		case dryRun:
 			verb = "dry run: would write"
@@ -40,9 +40,9 @@ func (r *contextRun) writeTo(dir string, several, dryRun bool, stdout, log io.Wr
 	}
 }
 
-// unchanged reports whether the file at p holds an envelope with the
-// same checksum and cluster as env (its export time aside).
-func unchanged(p string, env []byte) bool {
+// unchanged reports whether the file at p holds an envelope with this
+// checksum and cluster (its export time aside).
+func unchanged(p, checksum, cluster string) bool {
 	old, err := os.ReadFile(p)
 	if err != nil {
 		return false
@@ -51,11 +51,11 @@ func unchanged(p string, env []byte) bool {
 		Checksum string `json:"checksum"`
 		Cluster  string `json:"cluster"`
 	}
-	var a, b head
-	if json.Unmarshal(old, &a) != nil || json.Unmarshal(env, &b) != nil {
+	var h head
+	if json.Unmarshal(old, &h) != nil {
 		return false
 	}
-	return a.Checksum != "" && a == b
+	return h == head{Checksum: checksum, Cluster: cluster}
 }
 
 func writeFile(p string, data []byte) error {
