@@ -36,7 +36,7 @@ help:
 	@grep -E '^#   make' Makefile | sed 's/^#   //'
 
 build:
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/kollect .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/kollect .
 
 HELM := bin/helm
 CHART := deploy/helm/kollect
