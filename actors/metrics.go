@@ -17,6 +17,7 @@ type Metrics struct {
 	circuit   *prometheus.GaugeVec
 	exportDur *prometheus.HistogramVec
 	exportB   *prometheus.CounterVec
+	conflicts *prometheus.CounterVec
 	sinkErrs  *prometheus.CounterVec
 	written   *prometheus.CounterVec
 	lastOK    *prometheus.GaugeVec
@@ -49,6 +50,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"sink_type"}),
 		exportB: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_bytes_total",
 			Help: "Bytes the backends acknowledged."}, []string{"sink_type"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_conflicts_total",
+			Help: "Writes another writer beat that an export redid: a Git push rebuilt on the branch's new tip (a fleet's clusters sharing a repository)."}, []string{"sink_type"}),
 		sinkErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_errors_total",
 			Help: "Export failures by class."}, []string{"reason"}),
 		written: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_written_total",
@@ -78,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Per-event processing time (selection, extraction, row update), averaged over each batch a target actor drains.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
 	}
-	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.sinkErrs,
+	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.conflicts, m.sinkErrs,
 		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.parts, m.queue, m.blocked, m.dispatch)
 	return m
 }
@@ -167,12 +170,16 @@ func (m *Metrics) Rejected(inventory, binding string, n int) {
 	}
 }
 
-// Export records one export attempt.
-func (m *Metrics) Export(sinkType string, seconds float64, bytes int64, errClass string) {
+// Export records one export attempt: its duration, the writes it redid
+// because another writer beat them, and its bytes or its failure class.
+func (m *Metrics) Export(sinkType string, seconds float64, conflicts int, bytes int64, errClass string) {
 	if m == nil {
 		return
 	}
 	m.exportDur.WithLabelValues(sinkType).Observe(seconds)
+	if conflicts > 0 {
+		m.conflicts.WithLabelValues(sinkType).Add(float64(conflicts))
+	}
 	if errClass != "" {
 		m.sinkErrs.WithLabelValues(errClass).Inc()
 		return

@@ -35,7 +35,7 @@ cached() { ENVTEST_ASSETS_CHECK=1 bash "$here/envtest-assets.sh" "$assets" "$@" 
 if cached etcd kube-apiserver; then
 	first="seconds: cached"
 else
-	first="first time: about 6 min on 2 cores, then cached"
+	first="first time: 6 to 11 min on 2 cores, then cached"
 	# Kollect's modules download while the control plane compiles (the
 	# network and the two cores are busy at once, not in turn).
 	CGO_ENABLED=0 go list -deps . ./hack/demo >/dev/null 2>>"$STEPS_LOG" &
@@ -44,7 +44,7 @@ step "etcd and kube-apiserver" "$first" bash "$here/envtest-assets.sh" "$assets"
 # Built as the control plane is (CGO_ENABLED=0, -trimpath, the same module
 # versions as its wrapper module), so the Kubernetes libraries compiled for
 # kube-apiserver are reused from the build cache.
-step "Kollect (the demo and the kollect CLI)" "first time: about 4 min on 2 cores; then seconds" \
+step "Kollect (the demo and the kollect CLI)" "first time: about 4 min on 2 cores (it reuses what kube-apiserver compiled); then seconds" \
 	bash -c "CGO_ENABLED=0 go build -trimpath -o bin/kollect-demo ./hack/demo && CGO_ENABLED=0 go build -trimpath -ldflags '-X main.version=$version' -o bin/kollect ."
 
 if cached "${cluster_bins[@]}"; then
@@ -58,7 +58,7 @@ cluster_log="$PWD/bin/demo-build-cluster.log"
 bash "$here/envtest-assets.sh" "$assets" "${cluster_bins[@]}" >"$cluster_log" 2>&1 &
 builder=$!
 trap 'kill $builder 2>/dev/null || true' EXIT
-echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (about 4 min more; $cluster_log)"
+echo "==> Meanwhile building kube-controller-manager, kube-scheduler, kwok and kubectl in the background (4 to 8 min more; $cluster_log)"
 echo "==> Act one, $(steps_elapsed) after the start: the story on the API server alone (Deployments without Pods)"
 KUBEBUILDER_ASSETS="$assets" bin/kollect-demo -dir bin/demo-act-one -assets "$assets" -cluster=false -keep=false -duckdb "$duckdb"
 echo "==> Act one done $(steps_elapsed) after the start. Act two needs the background build; waiting for it"

@@ -77,11 +77,31 @@ func gitFileCount(bare string) (int, error) {
 }
 
 // gitCompare counts objects whose file is missing or stale in the tip of
-// main, reading every file with one git cat-file --batch.
+// main, and files no object has.
 func gitCompare(bare string, want map[string]string) int {
-	files, err := gitFiles(bare)
+	byPath, err := gitVersions(bare)
 	if err != nil {
 		return len(want)
+	}
+	got := map[string]string{}
+	for f, v := range byPath {
+		got[strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))] = v
+	}
+	lost := 0
+	for name, v := range want {
+		if got[name] != v {
+			lost++
+		}
+	}
+	return lost + max(0, len(byPath)-len(want))
+}
+
+// gitVersions reads the version attribute of every file at the tip of main
+// (path → version), with one git cat-file --batch.
+func gitVersions(bare string) (map[string]string, error) {
+	files, err := gitFiles(bare)
+	if err != nil {
+		return nil, err
 	}
 	var in bytes.Buffer
 	for _, f := range files {
@@ -91,31 +111,27 @@ func gitCompare(bare string, want map[string]string) int {
 	cmd.Stdin = &in
 	out, err := cmd.Output()
 	if err != nil {
-		return len(want)
+		return nil, fmt.Errorf("git cat-file: %w", err)
 	}
-	got := map[string]string{}
+	got := make(map[string]string, len(files))
 	r := bufio.NewReader(bytes.NewReader(out))
 	for _, f := range files {
 		header, err := r.ReadString('\n')
 		if err != nil {
-			break
+			return nil, fmt.Errorf("git cat-file: %w", err)
 		}
 		var sha, typ string
 		var size int
-		fmt.Sscan(header, &sha, &typ, &size)
+		if _, err := fmt.Sscan(header, &sha, &typ, &size); err != nil {
+			return nil, fmt.Errorf("git cat-file %q: %w", header, err)
+		}
 		body := make([]byte, size+1) // the content and its newline
 		if _, err := io.ReadFull(r, body); err != nil {
-			break
+			return nil, fmt.Errorf("git cat-file: %w", err)
 		}
 		var attrs struct{ Version string }
 		_ = yaml.Unmarshal(body[:size], &attrs)
-		got[strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))] = attrs.Version
+		got[f] = attrs.Version
 	}
-	lost := 0
-	for name, v := range want {
-		if got[name] != v {
-			lost++
-		}
-	}
-	return lost + max(0, len(files)-len(want))
+	return got, nil
 }

@@ -123,7 +123,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), 250*time.Millisecond)
 	logf("creating %d objects (%d Deployments, the rest ConfigMaps) in %d namespaces", o.Objects, res.Deployments, o.Namespaces)
 	start := time.Now()
-	if err := createObjects(ctx, c, objs, o.CreateRate); err != nil {
+	if err := createObjects(ctx, c, objs, o.CreateRate, "v0"); err != nil {
 		return nil, err
 	}
 	lastCreate := time.Now()
@@ -186,8 +186,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	return res, nil
 }
 
-// createObjects creates the objects with four workers at the target rate.
-func createObjects(ctx context.Context, c client.Client, objs objects, rate float64) error {
+// createObjects creates the objects holding version with four workers at
+// the target rate.
+func createObjects(ctx context.Context, c client.Client, objs objects, rate float64, version string) error {
 	var every time.Duration
 	if rate > 0 {
 		every = time.Duration(float64(time.Second) / rate)
@@ -201,7 +202,7 @@ func createObjects(ctx context.Context, c client.Client, objs objects, rate floa
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				if err := objs.at(i).create(ctx, c, "v0"); err != nil {
+				if err := objs.at(i).create(ctx, c, version); err != nil {
 					errs <- err
 					return
 				}

@@ -87,7 +87,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if s.Mode == "cluster" && f.binary == "" {
+	if s.Mode != "engine" && f.binary == "" {
 		f.binary = filepath.Join(os.TempDir(), "kollect-loadtest-operator")
 		root, err := repoRoot()
 		if err != nil {

@@ -32,6 +32,7 @@ type Report struct {
 	StartedAt time.Time      `json:"startedAt"`
 	Engine    *EngineResult  `json:"engine,omitempty"`
 	Cluster   *ClusterResult `json:"cluster,omitempty"`
+	Fleet     *FleetResult   `json:"fleet,omitempty"`
 }
 
 func machine() Machine {
@@ -80,7 +81,8 @@ func (r *Report) Write(dir string) ([]string, error) {
 		}
 		files = append(files, path)
 	}
-	for name, draw := range map[string]func() (*plot.Plot, bool){"mailbox.png": r.mailboxPlot, "lag.png": r.lagPlot, "rss.png": r.rssPlot} {
+	for name, draw := range map[string]func() (*plot.Plot, bool){"mailbox.png": r.mailboxPlot, "lag.png": r.lagPlot, "rss.png": r.rssPlot,
+		"commit-latency.png": r.commitLatencyPlot} {
 		p, ok := draw()
 		if !ok {
 			continue
@@ -128,6 +130,21 @@ func (r *Report) table(b *strings.Builder) {
 		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
 	}
+	if f := r.Fleet; f != nil {
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		row("fleet: clusters × objects", fmt.Sprintf("%s × %d", strings.Join(f.Clusters, ", "), f.Objects))
+		row("fleet: objects created in (all clusters at once)", ms(f.CreateDuration))
+		row("fleet: every cluster's rows in Git / Postgres / NATS after the last create",
+			fmt.Sprintf("%s / %s / %s", ms(f.AllIn["git"]), ms(f.AllIn["postgres"]), ms(f.AllIn["nats"])))
+		row("fleet: churn updates / deletes / re-creates (all clusters)", fmt.Sprintf("%d / %d / %d", f.Updates, f.Deletes, f.Creates))
+		row("fleet: Git commits / exports / pushes another cluster beat (rebuilt)", fmt.Sprintf("%d / %.0f / %.0f", f.Commits, f.GitExports, f.GitConflicts))
+		row("fleet: Git commit latency p50 / p99 (export: fetch, build, push, rebuilds)", ms(f.CommitP50)+" / "+ms(f.CommitP99))
+		row("fleet: failed exports, any sink (retried)", fmt.Sprintf("%.0f", f.FailedExports))
+		row("fleet: Postgres rows written (rows/s)", fmt.Sprintf("%.0f (%.0f)", f.PostgresRows, f.PostgresRowsPerSec))
+		row("fleet: NATS messages published (messages/s)", fmt.Sprintf("%.0f (%.0f)", f.NATSMessages, f.NATSMessagesPerSec))
+		row("fleet: rows wrong in Git / Postgres / NATS (missing, stale, extra, another cluster's)",
+			fmt.Sprintf("%d / %d / %d", f.Wrong["git"], f.Wrong["postgres"], f.Wrong["nats"]))
+	}
 }
 
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
@@ -140,7 +157,8 @@ func (r *Report) markdown(b *strings.Builder) {
 	fmt.Fprintf(b, "Settings: `%s`\n\n", s)
 	r.table(b)
 	b.WriteString("\nPlots (when the run produced the data): `mailbox.png` (max mailbox depth per actor kind over time), " +
-		"`lag.png` (end-to-end lag of each change, cluster mode), `rss.png` (RSS over time).\n")
+		"`lag.png` (end-to-end lag of each change, cluster mode), `rss.png` (RSS over time), " +
+		"`commit-latency.png` (Git exports per duration while the clusters push to one branch, fleet mode).\n")
 }
 
 func (r *Report) samples() []Sample {
@@ -206,5 +224,28 @@ func (r *Report) lagPlot() (*plot.Plot, bool) {
 		return nil, false
 	}
 	p.Add(sc)
+	return p, true
+}
+
+// commitLatencyPlot draws a fleet's Git export durations under contention:
+// exports per latency bucket.
+func (r *Report) commitLatencyPlot() (*plot.Plot, bool) {
+	if r.Fleet == nil || len(r.Fleet.CommitLatency) == 0 {
+		return nil, false
+	}
+	p := plot.New()
+	p.Title.Text = "Git commit latency, clusters pushing to one branch"
+	p.X.Label.Text, p.Y.Label.Text = "export duration, up to (s)", "exports"
+	values := make(plotter.Values, len(r.Fleet.CommitLatency))
+	names := make([]string, len(r.Fleet.CommitLatency))
+	for i, b := range r.Fleet.CommitLatency {
+		values[i], names[i] = b.Exports, b.LE
+	}
+	bars, err := plotter.NewBarChart(values, vg.Points(18))
+	if err != nil {
+		return nil, false
+	}
+	p.Add(bars)
+	p.NominalX(names...)
 	return p, true
 }

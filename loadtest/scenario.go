@@ -13,8 +13,12 @@ import (
 type Scenario struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Mode: engine or cluster.
+	// Mode: engine, cluster or fleet.
 	Mode string `json:"mode"`
+	// Clusters, in fleet mode, is how many clusters (control planes and
+	// operators) export to the shared sinks; objects, namespaces and churn
+	// are then per cluster.
+	Clusters int `json:"clusters,omitempty"`
 	// Objects and the namespaces they are spread over (cluster mode).
 	Objects    int     `json:"objects"`
 	Namespaces int     `json:"namespaces,omitempty"`
@@ -67,8 +71,11 @@ func LoadScenario(path string) (Scenario, error) {
 	if err := yaml.UnmarshalStrict(b, &s); err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	if s.Objects <= 0 || (s.Mode != "engine" && s.Mode != "cluster") {
-		return s, fmt.Errorf("%s: want mode engine or cluster and objects > 0", path)
+	if s.Objects <= 0 || (s.Mode != "engine" && s.Mode != "cluster" && s.Mode != "fleet") {
+		return s, fmt.Errorf("%s: want mode engine, cluster or fleet and objects > 0", path)
+	}
+	if s.Mode == "fleet" && s.Clusters < 2 {
+		return s, fmt.Errorf("%s: a fleet has clusters: 2 or more", path)
 	}
 	if s.DeploymentShare < 0 || s.DeploymentShare > 1 || s.DeleteShare < 0 || s.DeleteShare > 1 {
 		return s, fmt.Errorf("%s: deploymentShare and deleteShare are fractions between 0 and 1", path)
@@ -95,6 +102,12 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, logf func(s
 		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
 			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,
 			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, Log: logf})
+	case "fleet":
+		if kubeconfig != "" {
+			return r, fmt.Errorf("a fleet run starts its own control planes: drop -kubeconfig")
+		}
+		r.Fleet, err = RunFleet(ctx, FleetOptions{Binary: binary, Clusters: s.Clusters, Objects: s.Objects, Namespaces: s.Namespaces,
+			ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration, DeleteShare: s.DeleteShare, Log: logf})
 	}
 	return r, err
 }

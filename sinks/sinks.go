@@ -20,6 +20,9 @@ type Ack struct {
 	Changed  bool   // false when the backend already held this content
 	Revision string // backend-specific: a commit hash, a version
 	Parts    int    // parts a snapshot backend wrote the export as (0: not split by design)
+	// Conflicts are writes another writer beat that this export redid (a
+	// Git push rebuilt on the branch's new tip); set on failure too.
+	Conflicts int
 	// Rejected are rows the backend refused and set aside (a NUL character
 	// PostgreSQL cannot store, a message over the broker's size limit); the
 	// rest of the export went through. A rejected row is tried again when

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -35,6 +36,7 @@ type Engine struct {
 	metrics  *actors.Metrics
 	reporter Reporter
 	batch    time.Duration
+	log      *slog.Logger
 	// SeriesEvery spaces the profile series a target computes after row
 	// changes (--collect-metrics-sample-interval); set before targets
 	// start. 0 computes them on every change.
@@ -44,7 +46,11 @@ type Engine struct {
 	// supervises them (see guardian.go).
 	targetGuardian, inventoryGuardian *actor.PID
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// stopped is set by Stop: from then on nothing starts (a reconcile
+	// that runs during the manager's shutdown must neither spawn actors
+	// that no one stops nor wait on a shut-down actor system).
+	stopped     bool
 	targets     map[messages.TargetRef]*targetEntry
 	inventories map[string]*inventoryEntry
 	// resting holds inventories stopped by their supervisor and waiting to
@@ -86,6 +92,10 @@ type InventorySpec struct {
 	Expect []messages.TargetRef
 }
 
+// ErrStopped is what starting a target or an inventory returns once the
+// engine has stopped (the manager is shutting down).
+var ErrStopped = errors.New("the collection engine has stopped")
+
 // New builds an engine. batch is the inventories' coalescing window; log
 // receives the actor system's own logs (supervision, dead letters), nil
 // discards them.
@@ -96,7 +106,7 @@ func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, bat
 	system := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("lib", "protoactor")
 	})))
-	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch,
+	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch, log: log,
 		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}, resting: map[string]bool{}}
 	e.targetGuardian = spawnGuardian(e.system.Root, targetSupervision(), e.targetStopped)
 	e.inventoryGuardian = spawnGuardian(e.system.Root, inventorySupervision(), e.inventoryStopped)
@@ -186,10 +196,20 @@ func gvkLabel(gvk schema.GroupVersionKind) string {
 // UpsertTarget starts or reconfigures a target. It fails, leaving other
 // targets untouched, when a kind it reads is not served or cannot be listed.
 func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
 	if err := e.inf.StartNamespaces(ctx); err != nil {
 		return err
 	}
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return ErrStopped
+	}
 	ent := e.targets[spec.Ref]
 	if ent == nil {
 		inbox := target.NewInbox(e.system.Root, e.metrics)
@@ -265,8 +285,9 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 	e.mu.Lock()
 	ent := e.targets[ref]
 	delete(e.targets, ref)
+	stopped := e.stopped
 	e.mu.Unlock()
-	if ent == nil {
+	if ent == nil || stopped {
 		return
 	}
 	e.inf.UnwatchNamespaces(ref.String())
@@ -281,6 +302,10 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 // UpsertInventory starts or reconfigures an inventory and its bindings.
 func (e *Engine) UpsertInventory(spec InventorySpec) error {
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return ErrStopped
+	}
 	delete(e.resting, spec.Key)
 	ent := e.inventories[spec.Key]
 	if ent == nil {
@@ -336,8 +361,9 @@ func (e *Engine) RemoveInventory(key string) {
 	ent := e.inventories[key]
 	delete(e.inventories, key)
 	delete(e.resting, key)
+	stopped := e.stopped
 	e.mu.Unlock()
-	if ent != nil {
+	if ent != nil && !stopped {
 		_ = e.system.Root.StopFuture(ent.pid).Wait()
 	}
 }
@@ -362,17 +388,37 @@ func (e *Engine) relink() {
 // cancelled; what they did not finish is exported again by the next leader.
 func (e *Engine) Stop() {
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return
+	}
+	e.stopped = true
 	invs := make([]*actor.PID, 0, len(e.inventories))
 	for _, ent := range e.inventories {
 		invs = append(invs, ent.pid)
 	}
 	e.inventories = map[string]*inventoryEntry{}
 	e.mu.Unlock()
+	// All at once: an inventory stops once its sink actors have (exports
+	// in flight are canceled, not awaited), so a shutdown takes as long as
+	// the slowest, not the sum.
+	start := time.Now()
+	var wg sync.WaitGroup
 	for _, pid := range invs {
-		_ = e.system.Root.StopFuture(pid).Wait()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.system.Root.StopFuture(pid).Wait(); err != nil {
+				e.log.Warn("an inventory actor did not stop in time", "actor", pid.Id, "waited", time.Since(start).Round(time.Millisecond), "error", err)
+			}
+		}()
 	}
+	wg.Wait()
 	e.system.Shutdown()
 	e.inf.Stop()
+	if took := time.Since(start); took > time.Second {
+		e.log.Info("engine stopped", "inventories", len(invs), "took", took.Round(time.Millisecond))
+	}
 }
 
 func contains(gvrs []schema.GroupVersionResource, g schema.GroupVersionResource) bool {

@@ -276,7 +276,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 	a.inflight, a.cancel = false, nil
 	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
 	if d.err == nil {
-		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Bytes, "")
+		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Conflicts, d.ack.Bytes, "")
 		a.breaker.Success()
 		a.circuitChanged(ctx, nil, 0)
 		a.slot.Acked, a.slot.AckedAt, a.slot.Unsure = d.snap, a.debounce.Now(), false
@@ -289,7 +289,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		if res.Permanent {
 			class = "terminal"
 		}
-		a.metrics.Export(a.cfg.Type, d.took.Seconds(), 0, class)
+		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Conflicts, 0, class)
 		a.slot.Unsure = true
 		res.RetryAfter = a.breaker.Failure()
 		a.circuitChanged(ctx, d.err, res.RetryAfter)

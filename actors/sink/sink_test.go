@@ -352,3 +352,56 @@ func TestOffersOfHeldContentAreCountedAsDebounced(t *testing.T) {
 		t.Errorf("%d exports, want 2 (the skipped offer wrote nothing)", n)
 	}
 }
+
+// conflictBackend reports pushes another writer beat: acknowledged after
+// three rebuilds, then failed after two.
+type conflictBackend struct{ calls int }
+
+func (b *conflictBackend) Export(context.Context, *rows.Snapshot) (sinks.Ack, error) {
+	b.calls++
+	if b.calls == 1 {
+		return sinks.Ack{Changed: true, Conflicts: 3}, nil
+	}
+	return sinks.Ack{Conflicts: 2}, errors.New("failed to update ref")
+}
+
+// The writes another writer beat count in kollect_export_conflicts_total,
+// whether the export then landed or failed.
+func TestConflictsAreCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics := actors.NewMetrics(reg)
+	sys := actor.NewActorSystem()
+	t.Cleanup(sys.Shutdown)
+	results := make(chan *sink.Result, 10)
+	started := make(chan *actor.PID, 1)
+	sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			started <- ctx.Spawn(sink.Props(sink.Config{Inventory: "ns/inv", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(&conflictBackend{}),
+				BackoffBase: time.Hour, BackoffMax: time.Hour}, &sink.Slot{}, metrics))
+		case *sink.Result:
+			results <- m
+		}
+	}))
+	pid := <-started
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a")})
+	if r := next(t, results); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "a", "b")})
+	if r := next(t, results); r.Err == nil {
+		t.Fatal("the second export should fail")
+	}
+	n, err := testutil.GatherAndCount(reg, "kollect_export_conflicts_total")
+	if err != nil || n != 1 {
+		t.Fatalf("series: %d, %v", n, err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "kollect_export_conflicts_total" {
+			if got := mf.GetMetric()[0].GetCounter().GetValue(); got != 5 {
+				t.Fatalf("kollect_export_conflicts_total = %v, want 5 (3 rebuilds that landed, 2 that did not)", got)
+			}
+		}
+	}
+}

@@ -83,3 +83,52 @@ func BenchmarkExport10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommit1kChangesInALargeTree measures what a perResource export
+// costs once the branch holds a large tree: 1,000 changed rows among
+// 100,000 and among 1,000,000 files. The first export, which writes every
+// file, is setup: done once per size (the framework calls a benchmark
+// several times) and not timed. The time should follow what changed, not
+// the size of the tree.
+func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		var (
+			s       *git.Sink
+			base    []*rows.Row
+			version int
+		)
+		id := rows.Identity{Namespace: "default", Name: "inv"}
+		b.Run(fmt.Sprintf("1000-of-%d", n), func(b *testing.B) {
+			if s == nil {
+				bare := filepath.Join(b.TempDir(), "r.git")
+				if out, err := exec.Command("git", "init", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
+					b.Fatal(string(out))
+				}
+				var err error
+				if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: "perResource"}}); err != nil {
+					b.Fatal(err)
+				}
+				base = benchRows(b, n, "", 0)
+				start := time.Now()
+				if _, err := s.Export(context.Background(), rows.NewSnapshot(id, append([]*rows.Row(nil), base...), time.Now())); err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("first export of %d files: %v", n, time.Since(start).Round(time.Millisecond))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				version++
+				next := append([]*rows.Row(nil), base...)
+				copy(next, benchRows(b, 1000, fmt.Sprintf("app:%d", version+1), 1000))
+				snap := rows.NewSnapshot(id, next, time.Now())
+				b.StartTimer()
+				ack, err := s.Export(context.Background(), snap)
+				if err != nil || !ack.Changed {
+					b.Fatalf("export: %v, %+v", err, ack)
+				}
+			}
+			b.ReportMetric(float64(n), "files")
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path"
 	"sort"
@@ -171,14 +172,40 @@ func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ack, err := s.export(ctx, snap, parts)
-	if errors.Is(err, gogit.ErrNonFastForwardUpdate) || isRejected(err) {
-		// Someone else pushed: rebase onto the new tip once.
+	giveUp := time.Now().Add(pushRetryFor)
+	for conflicts := 0; ; conflicts++ {
+		ack, err := s.export(ctx, snap, parts)
+		ack.Conflicts = conflicts
+		if !isRejected(err) || time.Now().After(giveUp) {
+			return ack, err
+		}
+		// Another writer pushed first (another cluster of a fleet, another
+		// inventory on the branch): build the commit again on the new tip,
+		// after a growing, jittered pause so the writers do not collide
+		// again in step.
 		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
-		ack, err = s.export(ctx, snap, parts)
+		pause := min(pushBackoff<<min(conflicts, 10), pushBackoffMax)
+		pause += rand.N(pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ack, err
+		case <-t.C:
+		}
 	}
-	return ack, err
 }
+
+// A push another writer beat is rebuilt on the new tip and pushed again
+// until it lands, after pushBackoff, doubling up to pushBackoffMax, each
+// plus up to as much again at random; for pushRetryFor at most (a branch
+// that keeps refusing, such as a lock left by a crashed git, then fails the
+// export with git's own message, and the binding retries it later).
+const (
+	pushBackoff    = 25 * time.Millisecond
+	pushBackoffMax = time.Second
+	pushRetryFor   = time.Minute
+)
 
 var _ sinks.Parted = (*Sink)(nil)
 
@@ -326,8 +353,16 @@ func isMissingRef(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "couldn't find remote ref")
 }
 
+// isRejected reports whether the remote refused a push because the branch
+// moved meanwhile: a non-fast-forward update, or git's "failed to update
+// ref" when another push holds or has just changed the branch.
 func isRejected(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "fetch first"))
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return errors.Is(err, gogit.ErrNonFastForwardUpdate) || strings.Contains(msg, "non-fast-forward") ||
+		strings.Contains(msg, "fetch first") || strings.Contains(msg, "failed to update ref")
 }
 
 // flatten lists every file of the base commit's tree (path → blob), reusing

@@ -34,25 +34,42 @@ type Server struct {
 // server options (authentication, TLS).
 func Start(tb TB, configure ...func(*server.Options)) *Server {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := New(configure...)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// New starts a server on a free loopback port, outside a test (the load
+// harness); Close shuts it down and removes its store.
+func New(configure ...func(*server.Options)) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("nats: free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	dir, err := os.MkdirTemp("", "kollect-nats-")
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	s := &Server{opts: &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}}
 	for _, c := range configure {
 		c(s.opts)
 	}
 	if err := s.Restart(); err != nil {
-		tb.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	tb.Cleanup(func() { s.Stop(); os.RemoveAll(dir) })
-	return s
+	return s, nil
+}
+
+// Close shuts the server down and removes its store.
+func (s *Server) Close() {
+	s.Stop()
+	os.RemoveAll(s.opts.StoreDir)
 }
 
 // URL is the client URL.

@@ -150,7 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(ci.Name), Kind: string(status.ClusterInventory),
 		ID:       identity(&ci),
 		Bindings: bindings, Cluster: true, Targets: targets, TargetNamespaces: namespaces, DedupeByUID: ci.Spec.Dedupe == "byResourceUID",
-		Expect: expect}); err != nil {
+		Expect: expect}); errors.Is(err, engine.ErrStopped) {
+		return reconcile.Result{}, nil // shutting down: the next leader applies it
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.Status.Write(ctx, statusKey(req.Name), verdict); err != nil {

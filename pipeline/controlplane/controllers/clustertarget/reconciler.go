@@ -135,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
 			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true,
 			Profile: pref.Namespace + "/" + pref.Name, Metrics: target.ProfileMetrics(&p)})
+		if errors.Is(err, engine.ErrStopped) {
+			return reconcile.Result{}, nil // shutting down: the next leader applies it
+		}
 		if err != nil {
 			res, werr := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {

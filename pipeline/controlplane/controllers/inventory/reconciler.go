@@ -134,7 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if err := r.Engine.UpsertInventory(engine.InventorySpec{Key: engineKey(req.NamespacedName), Kind: string(status.Inventory), ID: identity(&inv),
-		Bindings: bindings, Expect: expect}); err != nil {
+		Bindings: bindings, Expect: expect}); errors.Is(err, engine.ErrStopped) {
+		return reconcile.Result{}, nil // shutting down: the next leader applies it
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)

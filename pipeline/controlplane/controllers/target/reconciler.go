@@ -212,6 +212,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
 			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace,
 			Profile: t.Spec.ProfileRef, Metrics: ProfileMetrics(&p)})
+		if errors.Is(err, engine.ErrStopped) {
+			return reconcile.Result{}, nil // shutting down: the next leader applies it
+		}
 		if err != nil {
 			res, werr := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {
