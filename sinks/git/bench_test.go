@@ -91,6 +91,7 @@ func BenchmarkExport10k(b *testing.B) {
 // several times) and not timed. The time should follow what changed, not
 // the size of the tree.
 func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
+	root := b.TempDir() // the sub-benchmark's own go with each call
 	for _, n := range []int{100_000, 1_000_000} {
 		var (
 			s       *git.Sink
@@ -100,12 +101,13 @@ func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 		id := rows.Identity{Namespace: "default", Name: "inv"}
 		b.Run(fmt.Sprintf("1000-of-%d", n), func(b *testing.B) {
 			if s == nil {
-				bare := filepath.Join(b.TempDir(), "r.git")
+				bare := filepath.Join(root, fmt.Sprint(n), "r.git")
 				if out, err := exec.Command("git", "init", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
 					b.Fatal(string(out))
 				}
 				var err error
-				if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: "perResource"}}); err != nil {
+				if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(root, fmt.Sprint(n), "mirror"),
+					Layout: git.Layout{Mode: "perResource"}}); err != nil {
 					b.Fatal(err)
 				}
 				base = benchRows(b, n, "", 0)

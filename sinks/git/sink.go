@@ -137,6 +137,19 @@ func New(cfg Config) (*Sink, error) {
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}}); err != nil {
 		return nil, fmt.Errorf("git remote: %w", err)
 	}
+	// A push carries small files, new or changed: searching them for deltas
+	// against each other (go-git's default window of 10) costs far more CPU
+	// than it saves bytes, and it grew with the tree, not with the change.
+	rc, err := repo.Config()
+	if err != nil {
+		return nil, fmt.Errorf("git mirror config: %w", err)
+	}
+	if rc.Pack.Window != 0 {
+		rc.Pack.Window = 0
+		if err := repo.SetConfig(rc); err != nil {
+			return nil, fmt.Errorf("git mirror config: %w", err)
+		}
+	}
 	s := &Sink{cfg: cfg, repo: repo, rendered: map[*rows.Row]renderedFile{}}
 	if strings.HasPrefix(cfg.URL, "ssh://") {
 		if s.sshAuth, err = sshAuth(cfg); err != nil {
