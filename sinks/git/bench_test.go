@@ -85,14 +85,15 @@ func BenchmarkExport10k(b *testing.B) {
 }
 
 // BenchmarkCommit1kChangesInALargeTree measures what a perResource export
-// costs once the branch holds a large tree: 1,000 changed rows among
-// 100,000 and among 1,000,000 files. The first export, which writes every
-// file, is setup: done once per size (the framework calls a benchmark
-// several times) and not timed. The time should follow what changed, not
-// the size of the tree.
+// costs once the branch holds a large tree: 1,000 changed rows among 10,000
+// and among 100,000 files. The first export, which writes every file, is
+// setup: done once per size (the framework calls a benchmark several
+// times) and not timed. The time should follow what changed, not the size
+// of the tree; today it does not (docs/performance.md). A million files
+// is left out: its first export did not finish within 15 minutes here.
 func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 	root := b.TempDir() // the sub-benchmark's own go with each call
-	for _, n := range []int{100_000, 1_000_000} {
+	for _, n := range []int{10_000, 100_000} {
 		var (
 			s       *git.Sink
 			base    []*rows.Row
