@@ -175,7 +175,7 @@ func RunFleet(ctx context.Context, o FleetOptions) (*FleetResult, error) {
 		}
 		left := pending[:0]
 		for _, sink := range pending {
-			if got, err := view.read(ctx, sink); err == nil && countAll(got) == o.Objects*o.Clusters {
+			if n, err := view.count(ctx, sink); err == nil && n == o.Objects*o.Clusters {
 				res.AllIn[sink] = time.Since(lastCreate)
 				logf("every cluster's %d rows in %s %v after the last create", o.Objects, sink, res.AllIn[sink].Round(time.Millisecond))
 				continue

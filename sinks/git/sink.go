@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
+	"math"
 	"os"
 	"path"
 	"sort"
@@ -25,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -186,6 +187,7 @@ func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*ro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	giveUp := time.Now().Add(pushRetryFor)
+	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
 	for conflicts := 0; ; conflicts++ {
 		ack, err := s.export(ctx, snap, parts)
 		ack.Conflicts = conflicts
@@ -197,9 +199,7 @@ func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*ro
 		// after a growing, jittered pause so the writers do not collide
 		// again in step.
 		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
-		pause := min(pushBackoff<<min(conflicts, 10), pushBackoffMax)
-		pause += rand.N(pause)
-		t := time.NewTimer(pause)
+		t := time.NewTimer(pause())
 		select {
 		case <-ctx.Done():
 			t.Stop()
