@@ -67,4 +67,18 @@ func TestClustersPushingToOneRepositoryAllLand(t *testing.T) {
 			t.Errorf("cluster %s: the branch holds\n%s\nwant its last round", c, got)
 		}
 	}
+	// The whole history, not only its end: once a cluster's files are on
+	// the branch, no later commit (a rebuild on another cluster's tip)
+	// lacks them.
+	seen := map[string]bool{}
+	for _, commit := range strings.Fields(gitCmd(t, bare, "rev-list", "--reverse", "main")) {
+		files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", commit)
+		for _, c := range clusters {
+			has := strings.Contains(files, c+"/demo/deployment/web-"+c+".yaml") && strings.Contains(files, c+"/demo/deployment/api-"+c+".yaml")
+			if seen[c] && !has {
+				t.Fatalf("commit %s lacks cluster %s's files, which an earlier commit had:\n%s", commit, c, files)
+			}
+			seen[c] = seen[c] || has
+		}
+	}
 }
