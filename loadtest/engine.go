@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +76,9 @@ type EngineOptions struct {
 	UpdateRate float64
 	// SinkDelay is how long every export takes (a slow sink).
 	SinkDelay time.Duration
+	// CPUProfile, when set, gets the CPU profile from the first event until
+	// the sink holds the final rows.
+	CPUProfile io.Writer
 }
 
 // RunEngine sends creates and then updates through Inbox → Target →
@@ -135,6 +140,11 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "load"},
 		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", Backend: rec}}}})
 
+	if o.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	start := time.Now()
 	for n := range evs {
 		inbox.Notify(evs[n])
@@ -164,11 +174,17 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 			if lost == 0 && len(held) == objects {
 				res.Elapsed = time.Since(start)
 				res.Exports, res.SinkRows, res.Duplicated = exports, len(held), dupes+max(0, len(held)-objects)
+				if o.CPUProfile != nil {
+					pprof.StopCPUProfile()
+				}
 				break
 			}
 			res.Lost, res.SinkRows = lost, len(held)
 		}
 		if err := ctx.Err(); err != nil {
+			if o.CPUProfile != nil {
+				pprof.StopCPUProfile()
+			}
 			return res, fmt.Errorf("the sink holds %d of %d rows (%d stale or missing) when the run ended: %w", res.SinkRows, objects, res.Lost, err)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -194,7 +210,7 @@ func stale(held map[rows.Key]*rows.Row, keys []rows.Key, final []int) int {
 	n := 0
 	for i, v := range final {
 		r := held[keys[i]]
-		if r == nil || r.Attributes["replicas"] != int64(v) {
+		if r == nil || r.Attributes.Get("replicas") != int64(v) {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,7 +32,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
-	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's).")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's from the first event until the sink holds every row).")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -75,15 +76,20 @@ func main() {
 		}
 		s.Cluster = cfg.Host
 	}
+	var profile io.Writer
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
 			fail(err)
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fail(err)
+		defer pf.Close()
+		profile = pf
+		if s.Mode != "engine" { // engine mode profiles its measured section alone
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				fail(err)
+			}
+			defer pprof.StopCPUProfile()
 		}
-		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,7 +107,7 @@ func main() {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "loadtest: "+format+"\n", a...) }
 	logf("scenario %s (%s mode, %d objects)", s.Name, s.Mode, s.Objects)
-	rep, err := Run(ctx, s, f.binary, f.kubeconfig, logf)
+	rep, err := Run(ctx, s, f.binary, f.kubeconfig, profile, logf)
 	if rep != nil {
 		dir := filepath.Join(f.out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
 		files, werr := rep.Write(dir)

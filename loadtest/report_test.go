@@ -26,7 +26,7 @@ func TestScenariosLoadAndAReportIsWritten(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Scenario{Name: "tiny", Mode: "engine", Objects: 500, ChurnRate: 1000, ChurnFor: Duration{500 * time.Millisecond},
-		SinkDelay: Duration{20 * time.Millisecond}}, "", "", t.Logf)
+		SinkDelay: Duration{20 * time.Millisecond}}, "", "", nil, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

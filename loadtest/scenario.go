@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -87,8 +88,10 @@ func LoadScenario(path string) (Scenario, error) {
 }
 
 // Run runs a scenario; binary is the kollect binary for cluster mode, and
-// kubeconfig the cluster it loads ("" for a local control plane).
-func Run(ctx context.Context, s Scenario, binary, kubeconfig string, logf func(string, ...any)) (*Report, error) {
+// kubeconfig the cluster it loads ("" for a local control plane). In
+// engine mode, profile (may be nil) gets the CPU profile of the measured
+// section alone: not the synthetic objects built before it.
+func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.Writer, logf func(string, ...any)) (*Report, error) {
 	r := &Report{Scenario: s, Machine: machine(), StartedAt: time.Now()}
 	var err error
 	switch s.Mode {
@@ -97,7 +100,8 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, logf func(s
 		if s.Updates > 0 {
 			updates = s.Updates
 		}
-		r.Engine, err = RunEngine(ctx, EngineOptions{Objects: s.Objects, Updates: updates, UpdateRate: s.ChurnRate, SinkDelay: s.SinkDelay.Duration})
+		r.Engine, err = RunEngine(ctx, EngineOptions{Objects: s.Objects, Updates: updates, UpdateRate: s.ChurnRate, SinkDelay: s.SinkDelay.Duration,
+			CPUProfile: profile})
 	case "cluster":
 		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
 			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,

@@ -29,7 +29,7 @@ func (t *table) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 		}
 	}
 	for _, r := range d.Upserts {
-		t.rows[r.Key()] = fmt.Sprint(r.Attributes["image"])
+		t.rows[r.Key()] = fmt.Sprint(r.Attributes.Get("image"))
 	}
 	for _, r := range d.Deletes {
 		delete(t.rows, r.Key())
@@ -42,7 +42,7 @@ func (t *table) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 func ExampleBackend() {
 	row := func(name, image string) *rows.Row {
 		r, _ := rows.New(rows.Row{TargetNamespace: "shop", TargetName: "deployments", Namespace: "shop", Name: name,
-			Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name, Attributes: map[string]any{"image": image}})
+			Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		return r
 	}
 	id := rows.Identity{Namespace: "shop", Name: "inventory", Generation: 1}

@@ -17,7 +17,7 @@ func TestRowSet(t *testing.T) {
 	tb := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "b"}
 	row := func(target messages.TargetRef, name, image string) *rows.Row {
 		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: "apps", Name: name,
-			Version: "v1", Kind: "Pod", UID: "uid-" + name, Attributes: map[string]any{"image": image}})
+			Version: "v1", Kind: "Pod", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestRowSet(t *testing.T) {
 	names := func(rs []*rows.Row) string {
 		var out []string
 		for _, r := range rs {
-			out = append(out, r.TargetName+":"+r.Name+"="+r.Attributes["image"].(string))
+			out = append(out, r.TargetName+":"+r.Name+"="+r.Attributes.Get("image").(string))
 		}
 		sort.Strings(out)
 		return strings.Join(out, ",")
@@ -101,7 +101,7 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	row := func(target messages.TargetRef, i, v int) *rows.Row {
 		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: fmt.Sprintf("ns-%d", i%7),
-			Name: fmt.Sprintf("obj-%03d", i), Version: "v1", Kind: "Pod", UID: fmt.Sprintf("uid-%03d", i), Attributes: map[string]any{"v": int64(v)}})
+			Name: fmt.Sprintf("obj-%03d", i), Version: "v1", Kind: "Pod", UID: fmt.Sprintf("uid-%03d", i), Attributes: rows.AttributesOf(map[string]any{"v": int64(v)})})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func sized(t *testing.T, n, pad int) *rows.Snapshot {
 	var rs []*rows.Row
 	for i := range n {
 		r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: string(rune('a' + i)), Version: "v1", Kind: "ConfigMap",
-			UID: string(rune('a' + i)), Attributes: map[string]any{"pad": strings.Repeat("x", pad)}})
+			UID: string(rune('a' + i)), Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", pad)})})
 		if err != nil {
 			t.Fatal(err)
 		}

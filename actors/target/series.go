@@ -53,9 +53,9 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 	s := &Series{Values: map[string]float64{ObjectCount: float64(len(rs))}}
 	if len(metrics) == 0 {
 		for _, r := range rs {
-			for name, v := range r.Attributes {
-				if f, ok := number(v); ok {
-					s.Values[name] += f
+			for _, a := range r.Attributes {
+				if f, ok := number(a.Value); ok {
+					s.Values[a.Name] += f
 				}
 			}
 		}
@@ -67,7 +67,7 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 	sums := map[string]map[string]*Tuple{}
 	for _, r := range rs {
 		for _, m := range metrics {
-			f, ok := number(r.Attributes[m.Path])
+			f, ok := number(r.Attributes.Get(m.Path))
 			if !ok {
 				continue
 			}
@@ -77,7 +77,7 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 			}
 			values := make([]string, len(m.Labels))
 			for i, l := range m.Labels {
-				values[i] = labelValue(r.Attributes[l])
+				values[i] = labelValue(r.Attributes.Get(l))
 			}
 			key := strings.Join(values, "\x00")
 			byTuple := sums[m.Name]

@@ -13,7 +13,7 @@ func seriesRows(t *testing.T, attrs ...map[string]any) map[objKey]*rows.Row {
 	out := map[objKey]*rows.Row{}
 	for i, a := range attrs {
 		r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: fmt.Sprint(i), Version: "v1", Kind: "Deployment",
-			UID: fmt.Sprint(i), Attributes: a})
+			UID: fmt.Sprint(i), Attributes: rows.AttributesOf(a)})
 		if err != nil {
 			t.Fatal(err)
 		}

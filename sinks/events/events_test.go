@@ -13,7 +13,7 @@ import (
 func row(t *testing.T, name, uid, image string) *rows.Row {
 	t.Helper()
 	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo", Name: name,
-		Group: "apps", Version: "v1", Kind: "Deployment", UID: uid, Attributes: map[string]any{"image": image}})
+		Group: "apps", Version: "v1", Kind: "Deployment", UID: uid, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 	if err != nil {
 		t.Fatal(err)
 	}

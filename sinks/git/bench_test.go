@@ -22,7 +22,7 @@ func benchRows(b *testing.B, n int, image string, changed int) []*rows.Row {
 		}
 		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: fmt.Sprintf("ns-%d", i%50),
 			Name: fmt.Sprintf("cm-%05d", i), Version: "v1", Kind: "ConfigMap", UID: fmt.Sprintf("u%05d", i),
-			Attributes: map[string]any{"image": img, "replicas": i % 9}})
+			Attributes: rows.AttributesOf(map[string]any{"image": img, "replicas": i % 9})})
 		if err != nil {
 			b.Fatal(err)
 		}

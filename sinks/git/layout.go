@@ -158,7 +158,7 @@ func (l Layout) renderItem(r *rows.Row) ([]byte, error) {
 		if key == "" {
 			key = "resource"
 		}
-		m, ok := r.Attributes[key]
+		m, ok := r.Attributes.Lookup(key)
 		if !ok {
 			return nil, fmt.Errorf("row %s/%s has no %q attribute to write as a manifest", r.Namespace, r.Name, key)
 		}
@@ -307,8 +307,8 @@ func manifestKey(snap *rows.Snapshot) (string, bool) {
 	key := ""
 	for _, r := range snap.Rows {
 		found := ""
-		for k, v := range r.Attributes {
-			m, ok := v.(map[string]any)
+		for _, a := range r.Attributes {
+			m, ok := a.Value.(map[string]any)
 			if !ok {
 				continue
 			}
@@ -318,7 +318,7 @@ func manifestKey(snap *rows.Snapshot) (string, bool) {
 				if found != "" {
 					return "", false
 				}
-				found = k
+				found = a.Name
 			}
 		}
 		if found == "" || (key != "" && found != key) {

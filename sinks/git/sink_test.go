@@ -47,7 +47,7 @@ func row(t *testing.T, name, image string) *rows.Row {
 	t.Helper()
 	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo", Name: name,
 		Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name,
-		Attributes: map[string]any{"image": image, "replicas": 2}})
+		Attributes: rows.AttributesOf(map[string]any{"image": image, "replicas": 2})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,8 @@ func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "apps", Name: "api", Group: "apps", Version: "v1",
-		Kind: "Deployment", UID: "u", Attributes: map[string]any{"containerCount": 1,
-			"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}}})
+		Kind: "Deployment", UID: "u", Attributes: rows.AttributesOf(map[string]any{"containerCount": 1,
+			"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestARecordOverTheBrokerLimitIsSetAside(t *testing.T) {
 	defer s.Close()
 	id := rows.Identity{Namespace: "default", Name: "inv"}
 	big, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "default", Name: "huge", Version: "v1", Kind: "ConfigMap",
-		UID: "uid-huge", Attributes: map[string]any{"blob": strings.Repeat("x", 1<<20)}})
+		UID: "uid-huge", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 1<<20)})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,8 +94,8 @@ func TestDocumentsAsPortalsReadThem(t *testing.T) {
 	ctx := context.Background()
 	s := newSink(t, mongodb.Config{URI: srv.URI, Database: "inventory", Collection: "items", Cluster: "east"})
 	r, err := rows.New(rows.Row{TargetNamespace: "shop", TargetName: "deployments", Namespace: "", Name: "web", Group: "apps",
-		Version: "v1", Kind: "Deployment", UID: "u-1", Attributes: map[string]any{"replicas": int64(3), "ratio": 0.5,
-			"images": []any{"web:1", "sidecar:2"}, "labels": map[string]any{"tier": "front"}, "paused": false, "owner": nil}})
+		Version: "v1", Kind: "Deployment", UID: "u-1", Attributes: rows.AttributesOf(map[string]any{"replicas": int64(3), "ratio": 0.5,
+			"images": []any{"web:1", "sidecar:2"}, "labels": map[string]any{"tier": "front"}, "paused": false, "owner": nil})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestARowTheServerRefusesIsSetAside(t *testing.T) {
 	id := rows.Identity{Namespace: "default", Name: "labels"}
 	labelled := func(key string) *rows.Row {
 		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo", Name: "app-0003", Version: "v1",
-			Kind: "Deployment", UID: "uid-0003", Attributes: map[string]any{"labels": map[string]any{key: "shop"}}})
+			Kind: "Deployment", UID: "uid-0003", Attributes: rows.AttributesOf(map[string]any{"labels": map[string]any{key: "shop"}})})
 		if err != nil {
 			t.Fatal(err)
 		}

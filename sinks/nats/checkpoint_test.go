@@ -92,7 +92,7 @@ func TestACheckpointNeverHidesARowSetAside(t *testing.T) {
 	b := &sinktest.Binding{Backend: first}
 	grown := func(size int) *rows.Row {
 		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "default", Name: "grows", Version: "v1", Kind: "ConfigMap",
-			UID: "uid-grows", Attributes: map[string]any{"blob": strings.Repeat("x", size)}})
+			UID: "uid-grows", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", size)})})
 		if err != nil {
 			t.Fatal(err)
 		}

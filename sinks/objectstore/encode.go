@@ -174,8 +174,8 @@ var identityColumns = []string{"cluster", "inventory_namespace", "inventory_name
 func (e *encoder) csv(o object) ([]byte, error) {
 	names := map[string]bool{}
 	for _, r := range o.rows {
-		for k := range r.Attributes {
-			names[k] = true
+		for _, a := range r.Attributes {
+			names[a.Name] = true
 		}
 	}
 	attrs := make([]string, 0, len(names))
@@ -194,7 +194,7 @@ func (e *encoder) csv(o object) ([]byte, error) {
 		copy(line, []string{e.cluster, o.id.Namespace, o.id.Name, r.TargetNamespace, r.TargetName,
 			r.Namespace, r.Name, r.UID, r.Group, r.Version, r.Kind})
 		for i, a := range attrs {
-			v, ok := r.Attributes[a]
+			v, ok := r.Attributes.Lookup(a)
 			if !ok || v == nil {
 				line[len(identityColumns)+i] = ""
 				continue
@@ -329,7 +329,7 @@ func (e *encoder) parquet(o object) ([]byte, error) {
 		}
 		for i, a := range attrs {
 			rec[cols[i]] = nil
-			if v, ok := r.Attributes[a]; ok && v != nil {
+			if v, ok := r.Attributes.Lookup(a); ok && v != nil {
 				s, err := cell(v)
 				if err != nil {
 					return nil, err

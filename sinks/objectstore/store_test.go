@@ -43,7 +43,7 @@ func TestCSVColumns(t *testing.T) {
 	}
 	id := rows.Identity{Namespace: "ops", Name: "inv", Generation: 2}
 	r, _ := rows.New(rows.Row{TargetNamespace: "ops", TargetName: "apps", Namespace: "shop", Name: "web", Version: "v1", Kind: "ConfigMap", UID: "u1",
-		Attributes: map[string]any{"replicas": 3, "image": "web:1", "labels": map[string]any{"a": "b"}}})
+		Attributes: rows.AttributesOf(map[string]any{"replicas": 3, "image": "web:1", "labels": map[string]any{"a": "b"}})})
 	if _, err := st.Export(context.Background(), rows.NewSnapshot(id, []*rows.Row{r}, time.Now())); err != nil {
 		t.Fatal(err)
 	}

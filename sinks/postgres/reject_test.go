@@ -14,7 +14,7 @@ import (
 func row(t *testing.T, name, value string) *rows.Row {
 	t.Helper()
 	r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: name, Version: "v1", Kind: "ConfigMap", UID: "uid-" + name,
-		Attributes: map[string]any{"value": value}})
+		Attributes: rows.AttributesOf(map[string]any{"value": value})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func Rows(n int, version string) []*rows.Row {
 	for i := range n {
 		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo",
 			Name: fmt.Sprintf("app-%04d", i), Group: "apps", Version: "v1", Kind: "Deployment", UID: fmt.Sprintf("uid-%04d", i),
-			Attributes: map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"}})
+			Attributes: rows.AttributesOf(map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"})})
 		if err != nil {
 			panic(err)
 		}

@@ -47,7 +47,7 @@ func TestEmbed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := json.Marshal(got["resource"])
+			b, _ := json.Marshal(got.Get("resource"))
 			if string(b) != tc.want {
 				t.Errorf("got  %s\nwant %s", b, tc.want)
 			}

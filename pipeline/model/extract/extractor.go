@@ -3,9 +3,11 @@ package extract
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"kollect.dev/kollect/pipeline/model/projection"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // Attribute is one profile attribute.
@@ -28,8 +30,11 @@ type Extractor struct {
 	names    []string
 	optional []bool
 	evals    []evaluator
-	scrub    *Scrubber
-	embed    *Embed
+	// order is the attributes' indices in name order, each name once (the
+	// last one declared): the order rows keep attributes in.
+	order []int
+	scrub *Scrubber
+	embed *Embed
 }
 
 // WithEmbed makes Extract also store the pruned object (Resource mode).
@@ -56,6 +61,16 @@ func Compile(attrs []Attribute, scrub *Scrubber) (*Extractor, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	byNameOrder := make([]int, len(e.names))
+	for i := range byNameOrder {
+		byNameOrder[i] = i
+	}
+	slices.SortStableFunc(byNameOrder, func(a, b int) int { return strings.Compare(e.names[a], e.names[b]) })
+	for p, i := range byNameOrder {
+		if p+1 == len(byNameOrder) || e.names[byNameOrder[p+1]] != e.names[i] { // the last declared of a name
+			e.order = append(e.order, i)
+		}
+	}
 	return e, nil
 }
 
@@ -72,12 +87,17 @@ func compilePath(path string) (evaluator, error) {
 	}
 }
 
-// Extract evaluates every attribute of obj. A required attribute that fails
-// to evaluate fails the object with an error naming the attribute.
-func (e *Extractor) Extract(obj map[string]any) (map[string]any, error) {
-	out := make(map[string]any, len(e.evals))
-	for i, ev := range e.evals {
-		v, found, err := ev.eval(obj)
+// Extract evaluates every attribute of obj, in name order. A required
+// attribute that fails to evaluate fails the object with an error naming
+// the attribute.
+func (e *Extractor) Extract(obj map[string]any) (rows.Attributes, error) {
+	n := len(e.order)
+	if e.embed != nil {
+		n++
+	}
+	out := make(rows.Attributes, 0, n)
+	for _, i := range e.order {
+		v, found, err := e.evals[i].eval(obj)
 		switch {
 		case err != nil && e.optional[i]:
 			continue
@@ -87,16 +107,22 @@ func (e *Extractor) Extract(obj map[string]any) (map[string]any, error) {
 			if e.optional[i] {
 				continue
 			}
-			out[e.names[i]] = nil
+			out = append(out, rows.Attribute{Name: e.names[i]})
 		default:
 			if e.scrub != nil {
 				v = e.scrub.Value(v)
 			}
-			out[e.names[i]] = v
+			out = append(out, rows.Attribute{Name: e.names[i], Value: v})
 		}
 	}
-	if e.embed != nil {
-		out[e.embed.As] = e.embed.Apply(obj, e.scrub)
+	if e.embed != nil { // in its place by name; it replaces an attribute of the same name
+		embedded := rows.Attribute{Name: e.embed.As, Value: e.embed.Apply(obj, e.scrub)}
+		i, found := slices.BinarySearchFunc(out, embedded.Name, func(a rows.Attribute, n string) int { return strings.Compare(a.Name, n) })
+		if found {
+			out[i] = embedded
+		} else {
+			out = slices.Insert(out, i, embedded)
+		}
 	}
 	return out, nil
 }

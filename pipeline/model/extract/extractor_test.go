@@ -63,7 +63,7 @@ func TestExtract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, ok := got[tc.attr.Name]
+			v, ok := got.Lookup(tc.attr.Name)
 			if tc.absent {
 				if ok {
 					t.Fatalf("want attribute omitted, got %v", v)
@@ -106,5 +106,35 @@ func TestConditionMatch(t *testing.T) {
 	bad, _ := extract.CompileCondition("object.spec.missing > 1")
 	if bad.Match(deployment()) {
 		t.Error("an evaluation error must be no match")
+	}
+}
+
+// Rows keep attributes in name order, each name once: a profile declaring
+// them in another order, or one name twice, gives the order and the last
+// declaration's value.
+func TestAttributesComeInNameOrderAndTheLastOfANameWins(t *testing.T) {
+	e, err := extract.Compile([]extract.Attribute{
+		{Name: "zeta", Path: "$.metadata.name"},
+		{Name: "alpha", Path: "$.spec.replicas"},
+		{Name: "mid", Path: "$.metadata.namespace"},
+		{Name: "alpha", Path: "cel:object.metadata.name + '!'"},
+		{Name: "gone", Path: "$.spec.nothing", Optional: true},
+	}, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Extract(deployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range got {
+		names = append(names, a.Name)
+	}
+	if strings.Join(names, ",") != "alpha,mid,zeta" || !got.Sorted() {
+		t.Fatalf("names %v", names)
+	}
+	if name, _ := got.Get("zeta").(string); got.Get("alpha") != name+"!" {
+		t.Fatalf("alpha = %v, want the last declaration's value", got.Get("alpha"))
 	}
 }

@@ -11,7 +11,7 @@ import (
 func row(t *testing.T, target, name, uid, image string) *rows.Row {
 	t.Helper()
 	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: target, Namespace: "demo", Name: name,
-		Version: "v1", Kind: "ConfigMap", UID: uid, Attributes: map[string]any{"image": image}})
+		Version: "v1", Kind: "ConfigMap", UID: uid, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 	if err != nil {
 		t.Fatal(err)
 	}

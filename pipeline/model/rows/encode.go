@@ -3,7 +3,6 @@ package rows
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -42,24 +41,10 @@ func encode(r *Row) ([]byte, error) {
 	if r.Attributes == nil {
 		b = append(b, "null"...)
 	} else {
-		keys := make([]string, 0, len(r.Attributes))
-		for k := range r.Attributes {
-			keys = append(keys, k)
+		var err error
+		if b, err = appendAttributes(b, r.Attributes); err != nil {
+			return nil, err
 		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = appendValue(b, r.Attributes[k]); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, '}')
 	}
 	b = append(b, '}')
 	return bytes.Clone(b), nil

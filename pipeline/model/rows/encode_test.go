@@ -17,17 +17,17 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 	cases := []Row{
 		{TargetNamespace: "default", TargetName: "t", Namespace: "ns", Name: "n", Version: "v1", Kind: "ConfigMap", UID: "u"},
 		{TargetNamespace: "default", TargetName: "t", Namespace: "", Name: "n", Group: "apps", Version: "v1", Kind: "Deployment", UID: "u",
-			Attributes: map[string]any{}},
+			Attributes: AttributesOf(map[string]any{})},
 	}
 	for i, s := range awkward {
 		cases = append(cases, Row{TargetNamespace: s, TargetName: s, Namespace: s, Name: s, Group: s, Version: s, Kind: s, UID: s,
-			Attributes: map[string]any{s: s, "v": values[i%len(values)]}})
+			Attributes: AttributesOf(map[string]any{s: s, "v": values[i%len(values)]})})
 	}
 	attrs := map[string]any{}
 	for i, v := range values {
 		attrs[string(rune('a'+i))] = v
 	}
-	cases = append(cases, Row{Name: "all-values", Attributes: attrs})
+	cases = append(cases, Row{Name: "all-values", Attributes: AttributesOf(attrs)})
 	for _, r := range cases {
 		want, err := json.Marshal(r)
 		if err != nil {
@@ -41,7 +41,7 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 			t.Errorf("encode\n got %s\nwant %s", got, want)
 		}
 	}
-	if _, err := encode(&Row{Attributes: map[string]any{"ch": make(chan int)}}); err == nil {
+	if _, err := encode(&Row{Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
 		t.Error("an unencodable attribute gave no error")
 	}
 }

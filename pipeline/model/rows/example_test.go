@@ -13,7 +13,7 @@ import (
 func ExampleDiff() {
 	row := func(name, image string) *rows.Row {
 		r, _ := rows.New(rows.Row{TargetNamespace: "shop", TargetName: "deployments", Namespace: "shop", Name: name,
-			Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name, Attributes: map[string]any{"image": image}})
+			Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		return r
 	}
 	id := rows.Identity{Namespace: "shop", Name: "inventory", Generation: 1}
@@ -23,7 +23,7 @@ func ExampleDiff() {
 
 	d := rows.Diff(before, after)
 	for _, r := range d.Upserts {
-		fmt.Println("upsert", r.Name, r.Attributes["image"])
+		fmt.Println("upsert", r.Name, r.Attributes.Get("image"))
 	}
 	for _, r := range d.Deletes {
 		fmt.Println("delete", r.Name)

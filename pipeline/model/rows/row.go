@@ -3,6 +3,7 @@ package rows
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,23 +13,28 @@ const SchemaVersion = "kollect.dev/v1alpha1"
 // Row is one collected object as seen through a profile. Field order is the
 // upstream JSON order.
 type Row struct {
-	TargetNamespace string         `json:"targetNamespace"`
-	TargetName      string         `json:"targetName"`
-	Namespace       string         `json:"namespace"`
-	Name            string         `json:"name"`
-	Group           string         `json:"group,omitempty"`
-	Version         string         `json:"version"`
-	Kind            string         `json:"kind"`
-	UID             string         `json:"uid"`
-	Attributes      map[string]any `json:"attributes"`
+	TargetNamespace string     `json:"targetNamespace"`
+	TargetName      string     `json:"targetName"`
+	Namespace       string     `json:"namespace"`
+	Name            string     `json:"name"`
+	Group           string     `json:"group,omitempty"`
+	Version         string     `json:"version"`
+	Kind            string     `json:"kind"`
+	UID             string     `json:"uid"`
+	Attributes      Attributes `json:"attributes"`
 
 	raw []byte
 }
 
-// New builds a row and encodes its canonical JSON. attributes may be nil.
+// New builds a row and encodes its canonical JSON. Attributes may be nil
+// (none); out of name order they are sorted, and a name given twice keeps
+// its last value.
 func New(r Row) (*Row, error) {
 	if r.Attributes == nil {
-		r.Attributes = map[string]any{}
+		r.Attributes = Attributes{}
+	}
+	if !r.Attributes.Sorted() {
+		r.Attributes = normalize(r.Attributes)
 	}
 	raw, err := encode(&r)
 	if err != nil {
@@ -67,3 +73,18 @@ type Key struct {
 }
 
 func (k Key) String() string { return k.TargetNamespace + "/" + k.TargetName + "/" + k.UID }
+
+// normalize returns as sorted by name with each name once (its last value),
+// in a new slice.
+func normalize(as Attributes) Attributes {
+	sorted := slices.Clone(as)
+	slices.SortStableFunc(sorted, byName)
+	out := sorted[:0]
+	for i, a := range sorted {
+		if i+1 < len(sorted) && sorted[i+1].Name == a.Name {
+			continue // a later value of the same name wins
+		}
+		out = append(out, a)
+	}
+	return out
+}

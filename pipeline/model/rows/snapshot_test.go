@@ -21,7 +21,7 @@ func mustRow(t *testing.T, r rows.Row) *rows.Row {
 
 func TestSnapshotOrderChecksumAndEnvelope(t *testing.T) {
 	a := mustRow(t, rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "b", Name: "x", Group: "apps", Version: "v1", Kind: "Deployment", UID: "2",
-		Attributes: map[string]any{"z": 1, "a": "<&>"}})
+		Attributes: rows.AttributesOf(map[string]any{"z": 1, "a": "<&>"})})
 	b := mustRow(t, rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "a", Name: "y", Version: "v1", Kind: "Pod", UID: "1"})
 	at := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
 	snap := rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "inv", Generation: 3}, []*rows.Row{a, b}, at)

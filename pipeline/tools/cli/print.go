@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
+
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 func print(w io.Writer, format string, records []record) error {
@@ -50,8 +52,8 @@ func table(w io.Writer, records []record, wide bool) error {
 	names := map[string]bool{}
 	for _, r := range records {
 		for _, row := range r.snap.Rows {
-			for k := range row.Attributes {
-				names[k] = true
+			for _, a := range row.Attributes {
+				names[a.Name] = true
 			}
 		}
 	}
@@ -70,7 +72,7 @@ func table(w io.Writer, records []record, wide bool) error {
 		for _, row := range r.snap.Rows {
 			line := []string{r.TargetNamespace + "/" + r.TargetName, row.Namespace, row.Name, row.Kind}
 			for _, c := range cols {
-				line = append(line, cell(row.Attributes[c], row.Attributes, c, wide))
+				line = append(line, cell(row.Attributes, c, wide))
 			}
 			fmt.Fprintln(tw, strings.Join(line, "\t"))
 		}
@@ -78,8 +80,9 @@ func table(w io.Writer, records []record, wide bool) error {
 	return tw.Flush()
 }
 
-func cell(v any, attrs map[string]any, key string, wide bool) string {
-	if _, ok := attrs[key]; !ok {
+func cell(attrs rows.Attributes, key string, wide bool) string {
+	v, ok := attrs.Lookup(key)
+	if !ok {
 		return "<none>"
 	}
 	var s string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -159,14 +158,9 @@ func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
 		_, err = fmt.Fprintf(o.w, "%s\n", b)
 		return err
 	}
-	keys := make([]string, 0, len(row.Attributes))
-	for k := range row.Attributes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	attrs := make([]string, 0, len(keys))
-	for _, k := range keys {
-		attrs = append(attrs, k+"="+cell(row.Attributes[k], row.Attributes, k, o.format == "wide"))
+	attrs := make([]string, 0, len(row.Attributes))
+	for _, a := range row.Attributes { // in name order
+		attrs = append(attrs, a.Name+"="+cell(row.Attributes, a.Name, o.format == "wide"))
 	}
 	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", time.Now().Format("15:04:05"), strings.ToUpper(typ),
 		tr.target.Namespace, tr.target.Name, row.Namespace, row.Name, row.Kind, strings.Join(attrs, " "))
