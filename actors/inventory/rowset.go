@@ -12,50 +12,61 @@ import (
 // canonical order from one export to the next: an export after k changes
 // sorts k rows and merges, instead of sorting every row again.
 type rowSet struct {
-	rows     map[rows.Key]*rows.Row
-	byTarget map[messages.TargetRef]map[rows.Key]bool
+	// rows are every target's rows, each with the target that sent it
+	// (one index, not one per target: a second map of every key cost as
+	// much as this one).
+	rows map[rows.Key]held
+	refs map[messages.TargetRef]*messages.TargetRef // one pointer per target, for held.from
 
 	sorted  []*rows.Row       // canonical order at the last list; never modified (snapshots share it)
 	touched map[rows.Key]bool // keys upserted or deleted since
 }
 
-func newRowSet() *rowSet {
-	return &rowSet{rows: map[rows.Key]*rows.Row{}, byTarget: map[messages.TargetRef]map[rows.Key]bool{}, touched: map[rows.Key]bool{}}
+type held struct {
+	row  *rows.Row
+	from *messages.TargetRef
 }
 
-// apply merges a target's changes; it reports whether anything changed.
-func (s *rowSet) apply(m *messages.RowsChanged) bool {
-	keys := s.byTarget[m.Target]
-	if keys == nil {
-		keys = map[rows.Key]bool{}
-		s.byTarget[m.Target] = keys
+func newRowSet() *rowSet {
+	return &rowSet{rows: map[rows.Key]held{}, refs: map[messages.TargetRef]*messages.TargetRef{}, touched: map[rows.Key]bool{}}
+}
+
+func (s *rowSet) ref(t messages.TargetRef) *messages.TargetRef {
+	p := s.refs[t]
+	if p == nil {
+		p = &t
+		s.refs[t] = p
 	}
+	return p
+}
+
+// apply merges a target's changes; it reports whether anything changed. A
+// target replaces and deletes only rows it sent.
+func (s *rowSet) apply(m *messages.RowsChanged) bool {
+	from := s.ref(m.Target)
 	changed := false
-	if m.Replace {
+	if m.Replace { // a target's complete list: rare (subscribe, relist), so one pass over every row
 		incoming := make(map[rows.Key]bool, len(m.Upserts))
 		for _, r := range m.Upserts {
 			incoming[r.Key()] = true
 		}
-		for k := range keys {
-			if !incoming[k] {
+		for k, h := range s.rows {
+			if h.from == from && !incoming[k] {
 				delete(s.rows, k)
-				delete(keys, k)
 				s.touched[k], changed = true, true
 			}
 		}
 	}
 	for _, k := range m.Deletes {
-		if _, ok := s.rows[k]; ok {
+		if h, ok := s.rows[k]; ok && h.from == from {
 			delete(s.rows, k)
-			delete(keys, k)
 			s.touched[k], changed = true, true
 		}
 	}
 	for _, r := range m.Upserts {
 		k := r.Key()
-		if old, ok := s.rows[k]; !ok || !old.Equal(r) {
-			s.rows[k] = r
-			keys[k] = true
+		if old, ok := s.rows[k]; !ok || old.from != from || !old.row.Equal(r) {
+			s.rows[k] = held{row: r, from: from}
 			s.touched[k], changed = true, true
 		}
 	}
@@ -64,13 +75,19 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 
 // drop removes every row of a target.
 func (s *rowSet) drop(t messages.TargetRef) bool {
-	keys := s.byTarget[t]
-	for k := range keys {
-		delete(s.rows, k)
-		s.touched[k] = true
+	from := s.refs[t]
+	if from == nil {
+		return false
 	}
-	delete(s.byTarget, t)
-	return len(keys) > 0
+	delete(s.refs, t)
+	dropped := false
+	for k, h := range s.rows {
+		if h.from == from {
+			delete(s.rows, k)
+			s.touched[k], dropped = true, true
+		}
+	}
+	return dropped
 }
 
 // list returns the rows in canonical order; with dedupeByUID one row per
@@ -83,8 +100,8 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 	}
 	if s.sorted == nil || len(s.touched) > len(s.rows)/2 {
 		out := make([]*rows.Row, 0, len(s.rows))
-		for _, r := range s.rows {
-			out = append(out, r)
+		for _, h := range s.rows {
+			out = append(out, h.row)
 		}
 		slices.SortFunc(out, rows.Compare)
 		s.sorted, s.touched = out, map[rows.Key]bool{}
@@ -100,14 +117,14 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 			kept = append(kept, r)
 			continue
 		}
-		if cur := s.rows[k]; cur != nil && rows.Compare(cur, r) == 0 {
+		if cur := s.rows[k].row; cur != nil && rows.Compare(cur, r) == 0 {
 			kept = append(kept, cur)
 			delete(s.touched, k)
 		}
 	}
 	var added []*rows.Row
 	for k := range s.touched {
-		if cur := s.rows[k]; cur != nil {
+		if cur := s.rows[k].row; cur != nil {
 			added = append(added, cur)
 		}
 	}
@@ -131,7 +148,8 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 func (s *rowSet) deduped() []*rows.Row {
 	type obj struct{ ns, uid string }
 	best := map[obj]*rows.Row{}
-	for _, r := range s.rows {
+	for _, h := range s.rows {
+		r := h.row
 		k := obj{r.Namespace, r.UID}
 		if b, ok := best[k]; !ok || rows.Compare(r, b) < 0 {
 			best[k] = r
@@ -152,7 +170,8 @@ func (s *rowSet) len() int { return len(s.rows) }
 func (s *rowSet) shards() []Shard {
 	items := map[string]int{}
 	targets := map[string]map[string]bool{}
-	for _, r := range s.rows {
+	for _, h := range s.rows {
+		r := h.row
 		items[r.TargetNamespace]++
 		if targets[r.TargetNamespace] == nil {
 			targets[r.TargetNamespace] = map[string]bool{}

@@ -15,6 +15,9 @@ import (
 func TestRowSet(t *testing.T) {
 	ta := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	tb := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "b"}
+	// A cluster target named like ta gives rows of objects in ta's
+	// namespace ta's keys.
+	cluster := messages.TargetRef{Kind: "KollectClusterTarget", Name: "a"}
 	row := func(target messages.TargetRef, name, image string) *rows.Row {
 		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: "apps", Name: name,
 			Version: "v1", Kind: "Pod", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
@@ -66,6 +69,13 @@ func TestRowSet(t *testing.T) {
 			{msg: &messages.RowsChanged{Target: tb, Upserts: []*rows.Row{row(tb, "x", "1")}}, changed: true},
 			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
 		}, true, "a:x=1"},
+		{"a row sent under the same key by another target is that target's to delete", []step{
+			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: cluster, Upserts: []*rows.Row{row(ta, "x", "2")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: ta, Deletes: []rows.Key{row(ta, "x", "").Key()}}, changed: false},
+			{msg: &messages.RowsChanged{Target: ta, Replace: true}, changed: false},
+			{drop: &ta, changed: false},
+		}, false, "a:x=2"},
 		{"a target that goes away takes its rows", []step{
 			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
 			{msg: &messages.RowsChanged{Target: tb, Upserts: []*rows.Row{row(tb, "z", "1")}}, changed: true},
@@ -127,8 +137,8 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 		}
 		got := s.list(false)
 		want := make([]*rows.Row, 0, len(s.rows))
-		for _, r := range s.rows {
-			want = append(want, r)
+		for _, h := range s.rows {
+			want = append(want, h.row)
 		}
 		slices.SortFunc(want, rows.Compare)
 		if !slices.Equal(got, want) {

@@ -106,15 +106,39 @@ func (b *Inbox) wakeLocked() {
 	}
 }
 
-// drain takes every pending event and namespace change, and whether the
-// stores must be listed again (then the events are in them already).
+// maxBatch bounds the events one drain hands over. A burst is evaluated
+// and published in slices, so the inventory applies one slice while the
+// target evaluates the next: as one batch, a 200,000-object burst kept one
+// actor busy for seconds while the other waited.
+const maxBatch = 8192
+
+// drain takes the pending events (at most maxBatch, one per object), every
+// namespace change, and whether the stores must be listed again (then the
+// events are in them already). Events left behind get the next wake-up,
+// sent here: the inbox stays woken, so it is still the only one queued.
 func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	evs, ns, relist := b.pending, b.nsDirty, b.relist
-	b.metrics.Queued(-len(evs))
-	b.pending, b.nsDirty, b.woken, b.relist = map[pendingKey]informers.Event{}, map[string]bool{}, false, false
-	return evs, ns, relist
+	b.nsDirty, b.relist = map[string]bool{}, false
+	if len(evs) <= maxBatch {
+		b.pending, b.woken = map[pendingKey]informers.Event{}, false
+		b.metrics.Queued(-len(evs))
+		b.mu.Unlock()
+		return evs, ns, relist
+	}
+	batch := make(map[pendingKey]informers.Event, maxBatch)
+	for k, ev := range evs {
+		batch[k] = ev
+		delete(evs, k)
+		if len(batch) == maxBatch {
+			break
+		}
+	}
+	b.metrics.Queued(-len(batch))
+	pid := b.pid
+	b.mu.Unlock()
+	b.root.Send(pid, wake{})
+	return batch, ns, relist
 }
 
 // Discard drops the events still waiting: the inbox's target is gone.

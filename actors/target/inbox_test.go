@@ -1,6 +1,7 @@
 package target
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,5 +102,54 @@ func TestEventsBeforeTheActorStartsAreDelivered(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("an event that arrived before Bind was never delivered")
+	}
+}
+
+// A burst larger than one batch is handed over in slices of at most
+// maxBatch events, each object once across them, with one wake-up queued
+// at a time, until nothing is left.
+func TestInboxHandsABurstOverInSlices(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	reg := prometheus.NewRegistry()
+	inbox := NewInbox(sys.Root, actors.NewMetrics(reg))
+	const objects = 3*maxBatch + 100
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for i := range objects {
+		inbox.Notify(informers.Event{GVR: gvr, Key: fmt.Sprint(i)})
+	}
+	seen := map[string]int{}
+	var sizes []int
+	done := make(chan struct{})
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(wake); !ok {
+			return
+		}
+		evs, _, _ := inbox.drain()
+		sizes = append(sizes, len(evs))
+		for k := range evs {
+			seen[k.key]++
+		}
+		if len(seen) == objects {
+			close(done)
+		}
+	}))
+	inbox.Bind(pid)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("handed over %d of %d objects in %v", len(seen), objects, sizes)
+	}
+	time.Sleep(50 * time.Millisecond) // a wake-up too many would arrive now
+	if len(sizes) != 4 || sizes[0] != maxBatch || sizes[3] != 100 {
+		t.Fatalf("slices %v, want three of %d and one of 100", sizes, maxBatch)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("object %s handed over %d times", k, n)
+		}
+	}
+	if d := queueDepth(t, reg); d != 0 {
+		t.Fatalf("dispatch queue depth %v after the burst, want 0", d)
 	}
 }
