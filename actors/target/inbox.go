@@ -18,7 +18,11 @@ type Inbox struct {
 	pending map[pendingKey]informers.Event
 	nsDirty map[string]bool
 	// relist: an informer was rebuilt; the actor lists its stores again.
-	relist  bool
+	relist bool
+	// spare is a handed-over slice of a burst, returned empty for the next
+	// one (a fresh map of maxBatch entries per slice cost more than the
+	// slice's evaluation); kept only while a burst lasts.
+	spare   map[pendingKey]informers.Event
 	woken   bool
 	root    *actor.RootContext
 	pid     *actor.PID
@@ -121,12 +125,15 @@ func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) 
 	evs, ns, relist := b.pending, b.nsDirty, b.relist
 	b.nsDirty, b.relist = map[string]bool{}, false
 	if len(evs) <= maxBatch {
-		b.pending, b.woken = map[pendingKey]informers.Event{}, false
+		b.pending, b.woken, b.spare = map[pendingKey]informers.Event{}, false, nil
 		b.metrics.Queued(-len(evs))
 		b.mu.Unlock()
 		return evs, ns, relist
 	}
-	batch := make(map[pendingKey]informers.Event, maxBatch)
+	batch := b.spare
+	if b.spare = nil; batch == nil {
+		batch = make(map[pendingKey]informers.Event, maxBatch)
+	}
 	for k, ev := range evs {
 		batch[k] = ev
 		delete(evs, k)
@@ -139,6 +146,20 @@ func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) 
 	b.mu.Unlock()
 	b.root.Send(pid, wake{})
 	return batch, ns, relist
+}
+
+// recycle takes back a batch the actor is done with: a full slice of a
+// burst becomes the next slice's map.
+func (b *Inbox) recycle(batch map[pendingKey]informers.Event) {
+	if len(batch) != maxBatch {
+		return
+	}
+	clear(batch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.pending) > 0 {
+		b.spare = batch
+	}
 }
 
 // Discard drops the events still waiting: the inbox's target is gone.

@@ -201,6 +201,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 			ups, dels = append(ups, u...), append(dels, d...)
 		}
 		u, d := a.applyAll(evs)
+		a.inbox.recycle(evs)
 		ups, dels = append(ups, u...), append(dels, d...)
 		a.metrics.Dispatched(len(evs), time.Since(start))
 		if span.IsRecording() {
