@@ -44,6 +44,9 @@ func (s *rowSet) ref(t messages.TargetRef) *messages.TargetRef {
 // target replaces and deletes only rows it sent.
 func (s *rowSet) apply(m *messages.RowsChanged) bool {
 	from := s.ref(m.Target)
+	if len(s.rows) == 0 && len(m.Upserts) > 64 { // a first list: the index grows once, not by doubling
+		s.rows = make(map[rows.Key]held, len(m.Upserts))
+	}
 	changed := false
 	if m.Replace { // a target's complete list: rare (subscribe, relist), so one pass over every row
 		incoming := make(map[rows.Key]bool, len(m.Upserts))

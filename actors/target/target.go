@@ -234,15 +234,26 @@ func (a *actorState) ref() messages.TargetRef {
 	return a.cfg.Ref
 }
 
-// resync evaluates every cached object again and sends the complete row
-// set to subscribers.
+// resync evaluates every cached object again (on the batch's workers) and
+// sends the complete row set to subscribers.
 func (a *actorState) resync(ctx actor.Context) {
 	before := len(a.rows)
-	a.rows, a.failures = map[objKey]*rows.Row{}, map[objKey]string{}
-	for _, src := range a.cfg.Sources {
-		for _, obj := range src.Store.List("") {
-			a.evaluate(src, objectKey(obj), obj)
+	lists, n := make([][]*unstructured.Unstructured, len(a.cfg.Sources)), 0
+	for i, src := range a.cfg.Sources {
+		lists[i] = src.Store.List("")
+		n += len(lists[i])
+	}
+	batch := make([]outcome, 0, n)
+	for i, list := range lists {
+		src := &a.cfg.Sources[i]
+		for _, obj := range list {
+			batch = append(batch, outcome{k: objKey{src.GVR, objectKey(obj)}, src: src, obj: obj})
 		}
+	}
+	a.evaluateAll(batch)
+	a.rows, a.failures = make(map[objKey]*rows.Row, len(batch)), map[objKey]string{}
+	for i := range batch {
+		a.store(batch[i].k, batch[i].row, batch[i].err)
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
 	a.listed = true
@@ -302,6 +313,32 @@ func (a *actorState) applyAll(evs map[pendingKey]informers.Event) ([]*rows.Row, 
 		}
 		batch = append(batch, outcome{k: objKey{ev.GVR, ev.Key}, src: src, obj: ev.Object, gone: ev.Deleted || ev.Object == nil})
 	}
+	a.evaluateAll(batch)
+	var ups []*rows.Row
+	var dels []rows.Key
+	for i := range batch {
+		o := &batch[i]
+		old := a.rows[o.k]
+		var row *rows.Row
+		if o.gone {
+			delete(a.rows, o.k)
+			delete(a.failures, o.k)
+		} else {
+			row = a.store(o.k, o.row, o.err)
+		}
+		if u, d := a.diff(o.k, old, row); u != nil {
+			ups = append(ups, u)
+		} else if d != nil {
+			dels = append(dels, *d)
+		}
+	}
+	return ups, dels
+}
+
+// evaluateAll sets the row or the error of every outcome not gone, on up
+// to GOMAXPROCS workers for a large batch (the evaluator is safe for
+// concurrent use; a batch holds each object once).
+func (a *actorState) evaluateAll(batch []outcome) {
 	evaluate := func(part []outcome) {
 		for i := range part {
 			if o := &part[i]; !o.gone {
@@ -324,25 +361,6 @@ func (a *actorState) applyAll(evs map[pendingKey]informers.Event) ([]*rows.Row, 
 	} else {
 		evaluate(batch)
 	}
-	var ups []*rows.Row
-	var dels []rows.Key
-	for i := range batch {
-		o := &batch[i]
-		old := a.rows[o.k]
-		var row *rows.Row
-		if o.gone {
-			delete(a.rows, o.k)
-			delete(a.failures, o.k)
-		} else {
-			row = a.store(o.k, o.row, o.err)
-		}
-		if u, d := a.diff(o.k, old, row); u != nil {
-			ups = append(ups, u)
-		} else if d != nil {
-			dels = append(dels, *d)
-		}
-	}
-	return ups, dels
 }
 
 func (a *actorState) diff(k objKey, old, row *rows.Row) (*rows.Row, *rows.Key) {
