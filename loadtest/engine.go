@@ -140,10 +140,12 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "load"},
 		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", Backend: rec}}}})
 
+	stopProfile := func() {}
 	if o.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(o.CPUProfile); err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
+		stopProfile = pprof.StopCPUProfile
 	}
 	start := time.Now()
 	for n := range evs {
@@ -166,6 +168,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	// Compare the sink with the final versions only after it acknowledged a
 	// new export: the wait must not compete with the engine it measures.
 	checked := -1
+	var waitErr error
 	for {
 		if exports := rec.exportCount(); exports != checked {
 			checked = exports
@@ -174,20 +177,19 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 			if lost == 0 && len(held) == objects {
 				res.Elapsed = time.Since(start)
 				res.Exports, res.SinkRows, res.Duplicated = exports, len(held), dupes+max(0, len(held)-objects)
-				if o.CPUProfile != nil {
-					pprof.StopCPUProfile()
-				}
 				break
 			}
 			res.Lost, res.SinkRows = lost, len(held)
 		}
 		if err := ctx.Err(); err != nil {
-			if o.CPUProfile != nil {
-				pprof.StopCPUProfile()
-			}
-			return res, fmt.Errorf("the sink holds %d of %d rows (%d stale or missing) when the run ended: %w", res.SinkRows, objects, res.Lost, err)
+			waitErr = fmt.Errorf("the sink holds %d of %d rows (%d stale or missing) when the run ended: %w", res.SinkRows, objects, res.Lost, err)
+			break
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	stopProfile()
+	if waitErr != nil {
+		return res, waitErr
 	}
 	res.Lost = 0
 	res.EventsPerSec = float64(res.Events) / res.Elapsed.Seconds()

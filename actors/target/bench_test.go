@@ -54,13 +54,15 @@ func object(i int) *unstructured.Unstructured {
 	}}
 }
 
-// BenchmarkRouterToInventory measures events per second from the router
-// (the Inbox an informer notifies) through a Target actor (selection,
-// extraction, row encoding) into an Inventory actor, and the heap retained
-// per row once the source objects are gone.
-func BenchmarkRouterToInventory(b *testing.B) {
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+var (
+	benchGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	benchGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+)
+
+// benchPipeline spawns a target reading store (three attributes, one of
+// them CEL) into an inventory; it returns the target's inbox and a
+// reporter that signals once the inventory holds want rows.
+func benchPipeline(b *testing.B, sys *actor.ActorSystem, store informers.Store, want int) (*target.Inbox, *countReporter) {
 	ex, err := extract.Compile([]extract.Attribute{
 		{Name: "name", Path: "{.metadata.name}"},
 		{Name: "replicas", Path: "{.spec.replicas}"},
@@ -69,26 +71,44 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	rep := &countReporter{want: want, done: make(chan struct{}, 1)}
+	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
+	inbox := target.NewInbox(sys.Root, nil)
+	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
+	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
+	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: benchGVR, GVK: benchGVK, Store: store}},
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: benchGVK, Selection: &selection.Target{}, Extractor: ex}}})
+	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
+		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
+	return inbox, rep
+}
+
+// wait fails the benchmark when the inventory never holds every row.
+func (c *countReporter) wait(b *testing.B) {
+	select {
+	case <-c.done:
+	case <-time.After(5 * time.Minute):
+		b.Fatal("the inventory never held every row")
+	}
+}
+
+// BenchmarkRouterToInventory measures events per second from the router
+// (the Inbox an informer notifies) through a Target actor (selection,
+// extraction, row encoding) into an Inventory actor, and the heap retained
+// per row once the source objects are gone.
+func BenchmarkRouterToInventory(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	events := make([]informers.Event, b.N)
 	for i := range events {
 		o := object(i)
-		events[i] = informers.Event{GVR: gvr, Key: o.GetNamespace() + "/" + o.GetName(), Object: o}
+		events[i] = informers.Event{GVR: benchGVR, Key: o.GetNamespace() + "/" + o.GetName(), Object: o}
 	}
 
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
-	rep := &countReporter{want: b.N, done: make(chan struct{}, 1)}
-	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
-	inbox := target.NewInbox(sys.Root, nil)
-	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
-	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
-	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},
-		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
-	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
+	inbox, rep := benchPipeline(b, sys, emptyStore{}, b.N)
 
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -96,11 +116,7 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	for i := range events {
 		inbox.Notify(events[i])
 	}
-	select {
-	case <-rep.done:
-	case <-time.After(5 * time.Minute):
-		b.Fatal("the inventory never held every row")
-	}
+	rep.wait(b)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
@@ -119,16 +135,6 @@ func BenchmarkRouterToInventory(b *testing.B) {
 // evaluated and handed to an inventory as one complete row set.
 func BenchmarkListedTargetToInventory(b *testing.B) {
 	const objects = 100_000
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	ex, err := extract.Compile([]extract.Attribute{
-		{Name: "name", Path: "{.metadata.name}"},
-		{Name: "replicas", Path: "{.spec.replicas}"},
-		{Name: "ready", Path: "cel:has(object.status.readyReplicas) ? object.status.readyReplicas : 0"},
-	}, extract.NewScrubber())
-	if err != nil {
-		b.Fatal(err)
-	}
 	store := make(listStore, objects)
 	for i := range store {
 		store[i] = object(i)
@@ -137,19 +143,8 @@ func BenchmarkListedTargetToInventory(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		sys := actor.NewActorSystem()
-		rep := &countReporter{want: objects, done: make(chan struct{}, 1)}
-		inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
-		ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
-		tgt := sys.Root.Spawn(target.Props(target.NewInbox(sys.Root, nil), noNamespaces{}, nil, nil, "bench"))
-		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
-			Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
-		sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: store}},
-			Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
-		select {
-		case <-rep.done:
-		case <-time.After(5 * time.Minute):
-			b.Fatal("the inventory never held every row")
-		}
+		_, rep := benchPipeline(b, sys, store, objects)
+		rep.wait(b)
 		sys.Shutdown()
 	}
 }

@@ -62,15 +62,14 @@ func compileProgram(expr string) (*celPath, error) {
 		return nil, fmt.Errorf("invalid CEL %q: %w", expr, iss.Err())
 	}
 	var opts []cel.ProgramOption
-	tracked := !boundedCost(env, ast)
-	if tracked {
+	if !boundedCost(env, ast) {
 		opts = append(opts, cel.CostLimit(celCostLimit))
 	}
 	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("invalid CEL %q: %w", expr, err)
 	}
-	return &celPath{prg: prg, tracked: tracked, needs: celReads(ast.NativeRep().Expr())}, nil
+	return &celPath{prg: prg, needs: celReads(ast.NativeRep().Expr())}, nil
 }
 
 // objectActivation binds `object` without allocating a map per evaluation.
@@ -89,12 +88,9 @@ func (a *objectActivation) Parent() interpreter.Activation { return nil }
 // evaluation borrows an activation from acts, so none is allocated per
 // object once the pool is warm).
 type celPath struct {
-	prg cel.Program
-	// tracked: the program counts its cost and stops at celCostLimit (the
-	// checker could not bound it).
-	tracked bool
-	acts    sync.Pool
-	needs   *projection.Set
+	prg   cel.Program
+	acts  sync.Pool
+	needs *projection.Set
 }
 
 func compileCEL(expr string) (evaluator, error) { return compileProgram(expr) }

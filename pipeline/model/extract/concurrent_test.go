@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"kollect.dev/kollect/pipeline/model/extract"
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // TestAnExtractorIsSafeForConcurrentUse evaluates one compiled extractor
@@ -41,7 +42,7 @@ func TestAnExtractorIsSafeForConcurrentUse(t *testing.T) {
 				}
 				want := map[string]any{"simple": fmt.Sprintf("img:%d", i), "cel": fmt.Sprintf("img:%d@%d", i, i),
 					"filter": int64(8000 + i), "names": "http"}
-				if fmt.Sprint(got.Map()) != fmt.Sprint(want) {
+				if fmt.Sprint(got) != fmt.Sprint(rows.AttributesOf(want)) {
 					errs <- fmt.Errorf("object %d: got %v, want %v", i, got, want)
 					return
 				}

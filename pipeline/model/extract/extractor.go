@@ -61,16 +61,14 @@ func Compile(attrs []Attribute, scrub *Scrubber) (*Extractor, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	byNameOrder := make([]int, len(e.names))
-	for i := range byNameOrder {
-		byNameOrder[i] = i
+	last := make(map[string]int, len(e.names)) // a name's last declaration wins
+	for i, n := range e.names {
+		last[n] = i
 	}
-	slices.SortStableFunc(byNameOrder, func(a, b int) int { return strings.Compare(e.names[a], e.names[b]) })
-	for p, i := range byNameOrder {
-		if p+1 == len(byNameOrder) || e.names[byNameOrder[p+1]] != e.names[i] { // the last declared of a name
-			e.order = append(e.order, i)
-		}
+	for _, i := range last {
+		e.order = append(e.order, i)
 	}
+	slices.SortFunc(e.order, func(a, b int) int { return strings.Compare(e.names[a], e.names[b]) })
 	return e, nil
 }
 
@@ -115,14 +113,8 @@ func (e *Extractor) Extract(obj map[string]any) (rows.Attributes, error) {
 			out = append(out, rows.Attribute{Name: e.names[i], Value: v})
 		}
 	}
-	if e.embed != nil { // in its place by name; it replaces an attribute of the same name
-		embedded := rows.Attribute{Name: e.embed.As, Value: e.embed.Apply(obj, e.scrub)}
-		i, found := slices.BinarySearchFunc(out, embedded.Name, func(a rows.Attribute, n string) int { return strings.Compare(a.Name, n) })
-		if found {
-			out[i] = embedded
-		} else {
-			out = slices.Insert(out, i, embedded)
-		}
+	if e.embed != nil { // it replaces an attribute of the same name
+		out = out.With(rows.Attribute{Name: e.embed.As, Value: e.embed.Apply(obj, e.scrub)})
 	}
 	return out, nil
 }

@@ -37,12 +37,28 @@ func AttributesOf(m map[string]any) Attributes {
 
 func byName(a, b Attribute) int { return cmp.Compare(a.Name, b.Name) }
 
+// search finds name's place in as.
+func (as Attributes) search(name string) (int, bool) {
+	return slices.BinarySearchFunc(as, name, func(a Attribute, n string) int { return cmp.Compare(a.Name, n) })
+}
+
 // Lookup returns the value named name, and whether the row has it.
 func (as Attributes) Lookup(name string) (any, bool) {
-	if i, ok := slices.BinarySearchFunc(as, name, func(a Attribute, n string) int { return cmp.Compare(a.Name, n) }); ok {
+	if i, ok := as.search(name); ok {
 		return as[i].Value, true
 	}
 	return nil, false
+}
+
+// With sets a, in its place by name (replacing a value of the same name);
+// it may reuse as's array, as append does.
+func (as Attributes) With(a Attribute) Attributes {
+	i, ok := as.search(a.Name)
+	if ok {
+		as[i] = a
+		return as
+	}
+	return slices.Insert(as, i, a)
 }
 
 // Get returns the value named name; nil when the row has none (or it is
@@ -50,18 +66,6 @@ func (as Attributes) Lookup(name string) (any, bool) {
 func (as Attributes) Get(name string) any {
 	v, _ := as.Lookup(name)
 	return v
-}
-
-// Map returns the attributes as a new map.
-func (as Attributes) Map() map[string]any {
-	if as == nil {
-		return nil
-	}
-	m := make(map[string]any, len(as))
-	for _, a := range as {
-		m[a.Name] = a.Value
-	}
-	return m
 }
 
 // Sorted reports whether as is in name order with each name once.
