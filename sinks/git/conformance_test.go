@@ -2,6 +2,7 @@ package git_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -48,7 +49,17 @@ func TestGitConformance(t *testing.T) {
 					if cluster == "" {
 						cluster = "default"
 					}
-					list, ok := show("show", "refs/kollect/owned/"+cluster+"/"+id.Namespace+"/"+id.Name+":owned")
+					list, ok := show("ls-tree", "-r", "--name-only", "refs/kollect/owned/"+cluster+"/"+id.Namespace+"/"+id.Name+":files")
+					var paths []string
+					for _, entry := range strings.Fields(list) {
+						_, name, _ := strings.Cut(entry, "/") // files/<bucket>/<escaped path>
+						p, err := url.PathUnescape(name)
+						if err != nil {
+							t.Fatal(err)
+						}
+						paths = append(paths, p)
+					}
+					list = strings.Join(paths, "\n")
 					if c.layout.Mode != "perResource" {
 						list, ok = "inventory/"+cluster+"/"+id.Namespace+"/"+id.Name+".json", true
 						if _, exists := show("cat-file", "-e", "main:"+list); !exists {

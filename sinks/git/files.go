@@ -31,8 +31,7 @@ func (l Layout) Files(snap *rows.Snapshot, parts []*rows.Part) (map[string][]byt
 		}
 		return out, nil
 	}
-	hashes := make(map[string]plumbing.Hash, len(snap.Rows))
-	rendered := make(map[*rows.Row]renderedFile, len(snap.Rows))
+	paths := make(map[*rows.Row]string, len(snap.Rows))
 	for _, r := range snap.Rows {
 		p, err := l.itemPath(snap.Inventory, r)
 		if err != nil {
@@ -45,12 +44,10 @@ func (l Layout) Files(snap *rows.Snapshot, parts []*rows.Part) (map[string][]byt
 		if err != nil {
 			return nil, err
 		}
-		out[p] = data
-		h := plumbing.ComputeHash(plumbing.BlobObject, data)
-		hashes[p], rendered[r] = h, renderedFile{path: p, hash: h, size: len(data)}
+		out[p], paths[r] = data, p
 	}
 	if l.Index {
-		p, data, err := l.renderIndex(snap, hashes, rendered)
+		p, data, err := l.renderIndex(snap, func(r *rows.Row) string { return paths[r] })
 		if err != nil {
 			return nil, err
 		}

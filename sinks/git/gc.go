@@ -6,8 +6,6 @@ import (
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
-
-	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // gcEvery is how many commits a sink makes between two collections of its
@@ -17,11 +15,11 @@ const gcEvery = 200
 // collectGarbage deletes the mirror's loose objects that no reference
 // reaches: what failed, rejected or superseded exports wrote. The mirror
 // then holds what the remote holds, however long the churn. It runs right
-// after a successful push, under the export lock, and drops the render
-// cache, whose blobs may be among the garbage.
+// after a successful push, under the export lock: the files and trees the
+// sink remembers are then exactly those of the pushed commit, which the
+// branch reaches, so none of them is garbage.
 func (s *Sink) collectGarbage() error {
 	err := s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
-	s.rendered = map[*rows.Row]renderedFile{}
 	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
 		return fmt.Errorf("git mirror gc: %w", err)
 	}

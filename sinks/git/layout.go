@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"sigs.k8s.io/yaml"
 
 	"kollect.dev/kollect/pipeline/model/rows"
@@ -270,10 +269,10 @@ func encodeFile(format string, payload []byte, indentJSON bool) ([]byte, error) 
 }
 
 // renderIndex encodes the split-mode index: what was exported and where.
-func (l Layout) renderIndex(snap *rows.Snapshot, files map[string]plumbing.Hash, rendered map[*rows.Row]renderedFile) (string, []byte, error) {
+func (l Layout) renderIndex(snap *rows.Snapshot, pathOf func(*rows.Row) string) (string, []byte, error) {
 	paths := make([]string, 0, len(snap.Rows))
 	for _, r := range snap.Rows {
-		paths = append(paths, rendered[r].path)
+		paths = append(paths, pathOf(r))
 	}
 	idx := struct {
 		SchemaVersion string   `json:"schemaVersion"`

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"net/url"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,12 +24,26 @@ import (
 
 // A sink records the files it owns in the remote, beside the branch and
 // outside its tree: the ref refs/kollect/owned/<cluster>/<namespace>/<name>
-// points at a commit whose one file lists them. A restarted operator reads
-// it back, so its first export removes exactly the files of rows deleted
+// points at a commit whose tree holds, for each path the sink owns, an
+// empty file files/<bucket>/<the path, escaped>, where the bucket is the
+// low 12 bits of the path's FNV-1a hash in hex. A restarted operator reads it
+// back, so its first export removes exactly the files of rows deleted
 // meanwhile and never a file of another inventory or another cluster that
-// shares the repository.
+// shares the repository. An export that adds or removes files rewrites
+// only their buckets (4,096 of them, about 250 paths each at a million
+// files), not a list of every path; the buckets do not follow the
+// branch's directories, which hold thousands of files each.
+//
+// Earlier versions kept one file, owned, listing every path; it is still
+// read. The tree carries an empty owned file too, so an earlier version
+// that reads this record after a downgrade sees a sink that owns nothing:
+// it leaves the files of rows deleted meanwhile rather than removing any
+// file it cannot prove it wrote.
 
-const ownedFile = "owned"
+const (
+	ownedFile = "owned" // the list of earlier versions; empty now
+	ownedDir  = "files"
+)
 
 var refUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
@@ -43,43 +58,91 @@ func (l Layout) ownedRef(id rows.Identity) plumbing.ReferenceName {
 	return plumbing.ReferenceName("refs/kollect/owned/" + part(l.cluster()) + "/" + part(id.Namespace) + "/" + part(id.Name))
 }
 
-// ownedCommit stores the list of owned paths as a commit (deterministic:
-// the same list gives the same hash, so an unchanged list pushes nothing)
-// and points the local owned ref at it.
-func (s *Sink) ownedCommit(id rows.Identity, paths map[string]bool) (plumbing.ReferenceName, error) {
-	list := make([]string, 0, len(paths))
-	for p := range paths {
-		list = append(list, p)
-	}
-	sort.Strings(list)
-	blob, err := s.blob([]byte(strings.Join(list, "\n") + "\n"))
+// ownedChange is how the files a sink owns change with an export.
+type ownedChange struct {
+	add, drop []string
+	all       func() []string // every path owned after the export
+}
+
+// ownedList is the commit that records a sink's owned files, and the
+// objects it is made of.
+type ownedList struct {
+	ref     plumbing.ReferenceName
+	commit  plumbing.Hash
+	files   plumbing.Hash   // the files/ tree
+	objects []plumbing.Hash // the objects the remote lacks, the commit last
+}
+
+// ownedCommit records the owned files after ch as a commit, editing the
+// record the remote holds when the sink has read or pushed it, else
+// writing it whole. The same files give the same commit, so an unchanged
+// record pushes nothing.
+func (s *Sink) ownedCommit(id rows.Identity, ch *ownedChange) (ownedList, error) {
+	empty, err := s.blob(nil)
 	if err != nil {
-		return "", err
+		return ownedList{}, err
 	}
-	tree := &object.Tree{Entries: []object.TreeEntry{{Name: ownedFile, Mode: filemode.Regular, Hash: blob}}}
-	tobj := s.repo.Storer.NewEncodedObject()
+	base, add, drop := &dir{read: true}, ch.all(), []string(nil)
+	if s.recorded && s.ownedFiles != plumbing.ZeroHash {
+		base, add, drop = &dir{hash: s.ownedFiles}, ch.add, ch.drop
+	}
+	edit := newTreeEdit(s.stage, base)
+	for _, p := range drop {
+		if err := edit.remove(ownedEntry(p)); err != nil {
+			return ownedList{}, err
+		}
+	}
+	for _, p := range add {
+		if err := edit.set(ownedEntry(p), empty); err != nil {
+			return ownedList{}, err
+		}
+	}
+	files, err := edit.write()
+	if err != nil {
+		return ownedList{}, err
+	}
+	tree := &object.Tree{Entries: []object.TreeEntry{
+		{Name: ownedDir, Mode: filemode.Dir, Hash: files},
+		{Name: ownedFile, Mode: filemode.Regular, Hash: empty},
+	}}
+	tobj := s.stage.NewEncodedObject()
 	if err := tree.Encode(tobj); err != nil {
-		return "", fmt.Errorf("git: encode owned tree: %w", err)
+		return ownedList{}, fmt.Errorf("git: encode owned tree: %w", err)
 	}
-	th, err := s.repo.Storer.SetEncodedObject(tobj)
+	th, err := s.stage.SetEncodedObject(tobj)
 	if err != nil {
-		return "", err
+		return ownedList{}, err
 	}
 	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: time.Unix(0, 0).UTC()}
 	c := &object.Commit{Author: sig, Committer: sig, Message: "kollect: files owned by " + id.Namespace + "/" + id.Name + "\n", TreeHash: th}
-	cobj := s.repo.Storer.NewEncodedObject()
+	cobj := s.stage.NewEncodedObject()
 	if err := c.Encode(cobj); err != nil {
-		return "", fmt.Errorf("git: encode owned commit: %w", err)
+		return ownedList{}, fmt.Errorf("git: encode owned commit: %w", err)
 	}
-	ch, err := s.repo.Storer.SetEncodedObject(cobj)
+	commit, err := s.stage.SetEncodedObject(cobj)
 	if err != nil {
-		return "", err
+		return ownedList{}, err
 	}
-	ref := s.cfg.Layout.ownedRef(id)
-	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(ref, ch)); err != nil {
-		return "", fmt.Errorf("git: update %s: %w", ref, err)
+	objects := append(edit.trees, empty, th, commit)
+	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, files: files, objects: objects}, nil
+}
+
+// ownedEntry is where the record keeps path: in its bucket, escaped to
+// one file name.
+func ownedEntry(path string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(path))
+	return fmt.Sprintf("%03x/%s", h.Sum32()&0xfff, url.PathEscape(path))
+}
+
+// ownedPath is the path a record entry stands for.
+func ownedPath(entry string) (string, error) {
+	_, name, _ := strings.Cut(entry, "/")
+	p, err := url.PathUnescape(name)
+	if err != nil {
+		return "", fmt.Errorf("owned record entry %q: %w", entry, err)
 	}
-	return ref, nil
+	return p, nil
 }
 
 // loadOwned reads the owned list back from the remote; nil when the
@@ -105,7 +168,28 @@ func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s: %w", ref, err)
 	}
-	f, err := c.File(ownedFile)
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("git: read %s: %w", ref, err)
+	}
+	owned := map[string]bool{}
+	if e, err := tree.FindEntry(ownedDir); err == nil && e.Mode == filemode.Dir {
+		var bad error
+		err := newTreeEdit(s.repo.Storer, &dir{hash: e.Hash}).files("", true, func(entry string) {
+			p, err := ownedPath(entry)
+			if err != nil {
+				bad = err
+			}
+			owned[p] = true
+		})
+		if err = errors.Join(err, bad); err != nil {
+			return nil, fmt.Errorf("git: read %s: %w", ref, err)
+		}
+		s.ownedFiles = e.Hash
+		return owned, nil
+	}
+	// An earlier version's list.
+	f, err := tree.File(ownedFile)
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s: %w", ref, err)
 	}
@@ -118,11 +202,11 @@ func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool
 	if err != nil {
 		return nil, err
 	}
-	owned := map[string]bool{}
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if len(line) > 0 {
 			owned[string(line)] = true
 		}
 	}
+	s.ownedFiles = plumbing.ZeroHash // written whole in the tree format next time
 	return owned, nil
 }

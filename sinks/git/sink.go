@@ -1,16 +1,14 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -65,25 +62,29 @@ type Sink struct {
 	mu      sync.Mutex
 	repo    *gogit.Repository
 	sshAuth transport.AuthMethod
+	stage   *stage // the objects of the export under way
 
-	// State of the last successful export, to work in proportion to change.
+	// The last pushed export, to work in proportion to change.
 	lastCommit plumbing.Hash
-	lastFlat   map[string]entry
-	written    map[string]bool
-	// recorded is the list of owned files the remote's owned ref holds, as
-	// last pushed or read: an unchanged list is not written again.
-	recorded map[string]bool
-	rendered map[*rows.Row]renderedFile
+	root       *dir        // its tree, as far as exports have read it
+	prev       []*rows.Row // its rows in canonical order (perResource)
+	// rendered is the file of each of prev's rows.
+	rendered  map[*rows.Row]renderedFile
+	itemBytes int64 // the size of those files
+	// written are the files this sink owns on the branch: it replaces or
+	// removes them, and no other.
+	written map[string]bool
+	// recorded says the remote's owned ref lists written (as last pushed
+	// or read): an unchanged list is not written again, and a changed one
+	// is edited from ownedFiles, its files/ tree (zero when it must be
+	// written whole: read in an earlier version's format).
+	recorded   bool
+	ownedFiles plumbing.Hash
 	// summary are the files of the last render that describe the whole
 	// snapshot (a JSON document, a split index): they carry the export
 	// time, so an unchanged snapshot must not rewrite them.
 	summary map[string]string // path → the checksum the file carries
 	commits int               // made by this process, for garbage collection
-}
-
-type entry struct {
-	hash plumbing.Hash
-	mode filemode.FileMode
 }
 
 type renderedFile struct {
@@ -198,7 +199,7 @@ func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*ro
 		// inventory on the branch): build the commit again on the new tip,
 		// after a growing, jittered pause so the writers do not collide
 		// again in step.
-		s.lastCommit, s.lastFlat = plumbing.ZeroHash, nil
+		s.lastCommit, s.root = plumbing.ZeroHash, nil
 		t := time.NewTimer(pause())
 		select {
 		case <-ctx.Done():
@@ -223,113 +224,140 @@ const (
 var _ sinks.Parted = (*Sink)(nil)
 
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
+	s.stage = newStage(s.repo.Storer)
+	defer func() { s.stage = nil }() // what a failed export wrote goes with it
 	base, err := s.fetch(ctx)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	flat, err := s.flatten(base)
+	root, err := s.treeAt(base)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	files, bytes, err := s.render(snap, parts)
-	if err != nil {
-		return sinks.Ack{}, sinks.Permanent(err)
+	edit := newTreeEdit(s.stage, root)
+	l := s.layoutOf(snap)
+	var pl *plan
+	if l.Mode == "perResource" {
+		pl, err = s.planItems(ctx, l, snap, base, edit)
+	} else {
+		pl, err = s.planDocuments(l, snap, parts, edit)
 	}
-	s.keepUnchangedSummaries(snap, flat, files)
-	if s.written == nil && s.cfg.Layout.Mode == "perResource" {
-		// Restarted: what this sink owns is recorded in the remote.
-		if s.written, err = s.loadOwned(ctx, snap.Inventory); err != nil {
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	if err := s.keepUnchangedSummaries(edit, pl.files); err != nil {
+		return sinks.Ack{}, err
+	}
+	for _, p := range pl.remove {
+		if err := edit.remove(p); err != nil {
 			return sinks.Ack{}, err
 		}
-		s.recorded = s.written
 	}
-	next := make(map[string]entry, len(flat)+len(files))
-	for p, e := range flat {
-		if !s.wroteBefore(snap, p) {
-			next[p] = e
+	for p, h := range pl.files {
+		if err := edit.set(p, h); errors.Is(err, errCollision) {
+			return sinks.Ack{}, sinks.Permanent(err)
+		} else if err != nil {
+			return sinks.Ack{}, err
 		}
 	}
-	written := make(map[string]bool, len(files))
-	for p, h := range files {
-		next[p] = entry{hash: h, mode: filemode.Regular}
-		written[p] = true
-	}
-	root, err := s.writeTrees(next)
+	tree, err := edit.write()
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: bytes, Written: changedFiles(flat, next)}
+	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: pl.bytes, Written: edit.changed}
 	if base != plumbing.ZeroHash {
-		if c, err := s.repo.CommitObject(base); err == nil && c.TreeHash == root {
-			s.remember(base, next, written)
+		if c, err := s.repo.CommitObject(base); err == nil && c.TreeHash == tree {
+			s.pushed(base, edit.root, pl)
 			ack.Written = 0
 			return ack, nil // the remote already holds this content
 		}
 	}
-	commit, err := s.commit(root, base, snap)
+	commit, err := s.commit(tree, base, snap)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	var owned plumbing.ReferenceName
-	if s.cfg.Layout.Mode == "perResource" && !maps.Equal(written, s.recorded) {
-		if owned, err = s.ownedCommit(snap.Inventory, written); err != nil {
+	objects := append(slices.Collect(maps.Keys(edit.blobs)), edit.trees...)
+	updates := []refUpdate{{name: plumbing.NewBranchReferenceName(s.cfg.Branch), from: base, to: commit, force: s.cfg.ForcePush}}
+	var owned ownedList
+	if l.Mode == "perResource" && pl.owned != nil {
+		if owned, err = s.ownedCommit(snap.Inventory, pl.owned); err != nil {
 			return sinks.Ack{}, err
 		}
+		objects = append(objects, owned.objects...)
+		updates = append(updates, refUpdate{name: owned.ref, to: owned.commit, force: true})
 	}
-	if err := s.push(ctx, commit, base == plumbing.ZeroHash, owned); err != nil {
+	if err := s.push(ctx, append(objects, commit), updates); err != nil {
 		return sinks.Ack{}, err
 	}
-	if owned != "" {
-		s.recorded = written
-	}
-	s.remember(commit, next, written)
 	ack.Changed, ack.Revision = true, commit.String()
+	if err := s.settle(updates); err != nil {
+		// The remote holds the export and the mirror does not: the next
+		// export starts over from the remote's branch and owned list.
+		s.lastCommit, s.root, s.prev, s.written, s.recorded = plumbing.ZeroHash, nil, nil, nil, false
+		s.rendered = map[*rows.Row]renderedFile{}
+		return ack, nil
+	}
+	if owned.commit != plumbing.ZeroHash {
+		s.recorded, s.ownedFiles = true, owned.files
+	}
+	s.pushed(commit, edit.root, pl)
 	// Pushed: a failed collection costs disk, never the export.
 	_ = s.maybeCollectGarbage()
 	return ack, nil
 }
 
-// changedFiles counts the files added, changed or removed between two
-// trees.
-func changedFiles(before, after map[string]entry) int {
-	n := 0
-	for p, e := range after {
-		if b, ok := before[p]; !ok || b.hash != e.hash {
-			n++
+// settle stores a pushed export's objects in the mirror and points the
+// mirror's refs where the remote's now are.
+func (s *Sink) settle(updates []refUpdate) error {
+	if err := s.stage.flush(); err != nil {
+		return err
+	}
+	for _, u := range updates {
+		refs := []plumbing.ReferenceName{u.name}
+		if u.name == plumbing.NewBranchReferenceName(s.cfg.Branch) {
+			refs = append(refs, s.remoteRef())
+		}
+		for _, r := range refs {
+			if err := s.repo.Storer.SetReference(plumbing.NewHashReference(r, u.to)); err != nil {
+				return fmt.Errorf("git mirror: update %s: %w", r, err)
+			}
 		}
 	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			n++
-		}
-	}
-	return n
+	return nil
 }
 
-func (s *Sink) remember(commit plumbing.Hash, flat map[string]entry, written map[string]bool) {
-	s.lastCommit, s.lastFlat, s.written = commit, flat, written
+// pushed records an export the remote holds.
+func (s *Sink) pushed(commit plumbing.Hash, root *dir, pl *plan) {
+	s.lastCommit, s.root = commit, root
+	pl.apply()
 }
 
-// wroteBefore reports whether path is a file this sink wrote before (and
-// so is replaced or removed by this export). Until the sink has exported
-// once in this process it does not know, so it claims the files its layout
-// can produce: the document, or files with the layout's extension under the
-// item tree's fixed prefix. A row deleted while the operator was down thus
-// loses its file on the first export after a restart.
-func (s *Sink) wroteBefore(snap *rows.Snapshot, p string) bool {
-	if s.written != nil {
-		return s.written[p]
+// treeAt is the tree of the branch tip base: the one the sink holds when
+// it pushed base itself, else read from the mirror as exports need it.
+func (s *Sink) treeAt(base plumbing.Hash) (*dir, error) {
+	switch {
+	case base == plumbing.ZeroHash:
+		return &dir{read: true}, nil
+	case base == s.lastCommit && s.root != nil:
+		return s.root, nil
 	}
+	c, err := s.repo.CommitObject(base)
+	if err != nil {
+		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
+	}
+	return &dir{hash: c.TreeHash}, nil
+}
+
+// layoutOf is the sink's layout for snap: rows of a Resource-export
+// profile become a manifest tree (SEMANTICS §11.3 auto-detection).
+func (s *Sink) layoutOf(snap *rows.Snapshot) Layout {
 	l := s.cfg.Layout
-	if l.Mode != "perResource" {
-		doc, _ := l.documentFile(snap.Inventory)
-		return p == doc || isPartOf(doc, p)
+	if l.Mode == "" {
+		if key, ok := manifestKey(snap); ok {
+			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
+		}
 	}
-	// No record in the remote (written by an older version): claim the
-	// files under the item tree's fixed prefix only when that prefix is
-	// this inventory's own, so a shared tree keeps others' files.
-	prefix := l.ownedPrefix(snap.Inventory)
-	return prefix != "" && l.prefixIsOwn(snap.Inventory, prefix) && strings.HasPrefix(p, prefix) && strings.HasSuffix(p, l.extension())
+	return l
 }
 
 func (s *Sink) remoteRef() plumbing.ReferenceName {
@@ -368,215 +396,17 @@ func isMissingRef(err error) bool {
 
 // isRejected reports whether the remote refused a push because the branch
 // moved meanwhile: a non-fast-forward update, or git's "failed to update
-// ref" when another push holds or has just changed the branch.
+// ref" when another push holds or has just changed the branch (reported
+// as "atomic transaction failed" when the push moves the branch and the
+// owned list together).
 func isRejected(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
 	return errors.Is(err, gogit.ErrNonFastForwardUpdate) || strings.Contains(msg, "non-fast-forward") ||
-		strings.Contains(msg, "fetch first") || strings.Contains(msg, "failed to update ref")
-}
-
-// flatten lists every file of the base commit's tree (path → blob), reusing
-// the previous export's listing when the remote has not moved.
-func (s *Sink) flatten(base plumbing.Hash) (map[string]entry, error) {
-	if base == plumbing.ZeroHash {
-		return map[string]entry{}, nil
-	}
-	if base == s.lastCommit && s.lastFlat != nil {
-		return s.lastFlat, nil
-	}
-	commit, err := s.repo.CommitObject(base)
-	if err != nil {
-		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
-	}
-	tree, err := commit.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("git: read tree: %w", err)
-	}
-	flat := map[string]entry{}
-	w := object.NewTreeWalker(tree, true, nil)
-	defer w.Close()
-	for {
-		name, e, err := w.Next()
-		if err != nil {
-			break
-		}
-		if e.Mode != filemode.Dir {
-			flat[name] = entry{hash: e.Hash, mode: e.Mode}
-		}
-	}
-	return flat, nil
-}
-
-// render writes the blobs of this export and returns path → blob hash.
-func (s *Sink) render(snap *rows.Snapshot, parts []*rows.Part) (map[string]plumbing.Hash, int64, error) {
-	l := s.cfg.Layout
-	if l.Mode == "" {
-		if key, ok := manifestKey(snap); ok {
-			// Rows of a Resource-export profile become a manifest tree
-			// (SEMANTICS §11.3 auto-detection).
-			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
-		}
-	}
-	files := map[string]plumbing.Hash{}
-	s.summary = map[string]string{}
-	var total int64
-	if l.Mode != "perResource" {
-		for _, part := range wholeOr(snap, parts) {
-			p, data, err := l.renderPart(part)
-			if err != nil {
-				return nil, 0, err
-			}
-			h, err := s.blob(data)
-			if err != nil {
-				return nil, 0, err
-			}
-			files[p] = h
-			total += int64(len(data))
-			if l.Format == "json" {
-				s.summary[p] = part.Checksum // the envelope carries exportedAt
-			}
-		}
-		return files, total, nil
-	}
-	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
-	for _, r := range snap.Rows {
-		rf, ok := s.rendered[r]
-		if !ok {
-			p, err := l.itemPath(snap.Inventory, r)
-			if err != nil {
-				return nil, 0, err
-			}
-			data, err := l.renderItem(r)
-			if err != nil {
-				return nil, 0, err
-			}
-			h, err := s.blob(data)
-			if err != nil {
-				return nil, 0, err
-			}
-			rf = renderedFile{path: p, hash: h, size: len(data)}
-		}
-		if _, dup := files[rf.path]; dup {
-			return nil, 0, fmt.Errorf("layout collision: two rows render to %s", rf.path)
-		}
-		files[rf.path] = rf.hash
-		total += int64(rf.size)
-		next[r] = rf
-	}
-	s.rendered = next
-	if l.Index {
-		p, data, err := l.renderIndex(snap, files, next)
-		if err != nil {
-			return nil, 0, err
-		}
-		if _, dup := files[p]; dup {
-			return nil, 0, fmt.Errorf("layout collision: the index path %s is also an item path", p)
-		}
-		h, err := s.blob(data)
-		if err != nil {
-			return nil, 0, err
-		}
-		files[p] = h
-		s.summary[p] = snap.Checksum // the index carries exportedAt
-		total += int64(len(data))
-	}
-	return files, total, nil
-}
-
-// keepUnchangedSummaries keeps the branch's version of a summary file
-// (a JSON document, a split index) when it already describes this
-// snapshot (same checksum): only its export time would change, and a
-// restart or a repeated export must not make a commit for that.
-func (s *Sink) keepUnchangedSummaries(snap *rows.Snapshot, flat map[string]entry, files map[string]plumbing.Hash) {
-	for p, sum := range s.summary {
-		old, ok := flat[p]
-		if !ok || old.hash == files[p] {
-			continue
-		}
-		b, err := s.repo.BlobObject(old.hash)
-		if err != nil {
-			continue
-		}
-		r, err := b.Reader()
-		if err != nil {
-			continue
-		}
-		head := make([]byte, 512) // the checksum comes first in both
-		n, _ := io.ReadFull(r, head)
-		r.Close()
-		if bytes.Contains(head[:n], []byte(sum)) {
-			files[p] = old.hash
-		}
-	}
-}
-
-func (s *Sink) blob(data []byte) (plumbing.Hash, error) {
-	obj := s.repo.Storer.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return s.repo.Storer.SetEncodedObject(obj)
-}
-
-// writeTrees stores the tree objects for flat and returns the root hash.
-func (s *Sink) writeTrees(flat map[string]entry) (plumbing.Hash, error) {
-	type dir struct {
-		files map[string]entry
-		dirs  map[string]*dir
-	}
-	newDir := func() *dir { return &dir{files: map[string]entry{}, dirs: map[string]*dir{}} }
-	root := newDir()
-	for p, e := range flat {
-		d := root
-		parts := strings.Split(p, "/")
-		for _, seg := range parts[:len(parts)-1] {
-			if d.dirs[seg] == nil {
-				d.dirs[seg] = newDir()
-			}
-			d = d.dirs[seg]
-		}
-		d.files[parts[len(parts)-1]] = e
-	}
-	var write func(d *dir) (plumbing.Hash, error)
-	write = func(d *dir) (plumbing.Hash, error) {
-		var entries []object.TreeEntry
-		for name, e := range d.files {
-			entries = append(entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
-		}
-		for name, sub := range d.dirs {
-			h, err := write(sub)
-			if err != nil {
-				return plumbing.ZeroHash, err
-			}
-			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-		}
-		// Git orders entries by name, directories as if followed by "/".
-		sort.Slice(entries, func(i, j int) bool { return sortName(entries[i]) < sortName(entries[j]) })
-		obj := s.repo.Storer.NewEncodedObject()
-		if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		return s.repo.Storer.SetEncodedObject(obj)
-	}
-	return write(root)
-}
-
-func sortName(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
-	}
-	return e.Name
+		strings.Contains(msg, "fetch first") || strings.Contains(msg, "failed to update ref") ||
+		strings.Contains(msg, "atomic transaction failed")
 }
 
 func (s *Sink) commit(tree, parent plumbing.Hash, snap *rows.Snapshot) (plumbing.Hash, error) {
@@ -586,17 +416,13 @@ func (s *Sink) commit(tree, parent plumbing.Hash, snap *rows.Snapshot) (plumbing
 	if parent != plumbing.ZeroHash {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
-	obj := s.repo.Storer.NewEncodedObject()
+	obj := s.stage.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("git: encode commit: %w", err)
 	}
-	h, err := s.repo.Storer.SetEncodedObject(obj)
+	h, err := s.stage.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("git: store commit: %w", err)
-	}
-	ref := plumbing.NewHashReference(plumbing.NewBranchReferenceName(s.cfg.Branch), h)
-	if err := s.repo.Storer.SetReference(ref); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("git: update branch: %w", err)
 	}
 	return h, nil
 }
@@ -622,30 +448,11 @@ func (s *Sink) message(snap *rows.Snapshot) string {
 	return msg + "\n"
 }
 
-func (s *Sink) push(ctx context.Context, commit plumbing.Hash, newBranch bool, owned plumbing.ReferenceName) error {
-	spec := fmt.Sprintf("refs/heads/%s:refs/heads/%s", s.cfg.Branch, s.cfg.Branch)
-	if s.cfg.ForcePush || newBranch {
-		spec = "+" + spec
-	}
-	specs := []config.RefSpec{config.RefSpec(spec)}
-	if owned != "" {
-		specs = append(specs, config.RefSpec("+"+string(owned)+":"+string(owned)))
-	}
-	ctx, cancel := s.transfer(ctx)
-	defer cancel()
-	err := s.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
-	switch {
-	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
-		return nil
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return sinks.Permanent(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err))
-	}
-	return fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err)
-}
-
 // localTransferTimeout bounds a fetch or push to a local remote, which
-// is not canceled (see transfer).
-const localTransferTimeout = 2 * time.Minute
+// is not canceled (see transfer). A first push of a million files takes
+// minutes (the remote's git indexes a pack of a million objects), and a
+// push cut short by this bound hangs in go-git as a canceled one does.
+const localTransferTimeout = 15 * time.Minute
 
 // transfer is the context of one fetch or push. A local remote (file://)
 // is served by git processes this one starts, and go-git kills them when
