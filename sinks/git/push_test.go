@@ -219,3 +219,42 @@ func TestARefusedPushLeavesTheSinkAsItWas(t *testing.T) {
 		t.Errorf("after a restart, files:\n%s", got)
 	}
 }
+
+// TestALargeExportIsStoredAsThePackItPushed: an export of more than 4,096
+// objects goes to the mirror as one pack, the one the push sent, and the
+// next export reads the tree back from it.
+func TestALargeExportIsStoredAsThePackItPushed(t *testing.T) {
+	bare, mirror := remote(t), t.TempDir()
+	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: mirror, Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rs := make([]*rows.Row, 5000)
+	for i := range rs {
+		rs[i] = row(t, fmt.Sprintf("app-%05d", i), fmt.Sprintf("x:%d", i)) // distinct files
+	}
+	if _, err := s.Export(ctx, snap(append([]*rows.Row(nil), rs...)...)); err != nil {
+		t.Fatal(err)
+	}
+	// The pack fetched with the remote's first commit, and the export's.
+	packs, err := filepath.Glob(filepath.Join(mirror, "objects", "pack", "*.pack"))
+	if err != nil || len(packs) != 2 {
+		t.Fatalf("the mirror holds packs %v (%v), want two", packs, err)
+	}
+	loose, err := filepath.Glob(filepath.Join(mirror, "objects", "??", "*"))
+	if err != nil || len(loose) != 0 {
+		t.Fatalf("the mirror holds %d loose objects (%v), want none", len(loose), err)
+	}
+	next := append([]*rows.Row(nil), rs...)
+	next[5] = row(t, "app-00005", "x:changed")
+	if ack, err := s.Export(ctx, snap(next...)); err != nil || ack.Written != 1 {
+		t.Fatalf("export: %v %+v", err, ack)
+	}
+	if got := gitCmd(t, bare, "show", "main:default/demo/deployment/app-00005.yaml"); !strings.Contains(got, "x:changed") {
+		t.Errorf("the file holds %q", got)
+	}
+	if n := strings.Count(gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n") + 1; n != 5001 {
+		t.Errorf("the branch holds %d files, want 5,001", n)
+	}
+}

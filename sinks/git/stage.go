@@ -32,18 +32,19 @@ type stage struct {
 
 // Past stageMax bytes a stage moves what it holds to the mirror as a
 // pack, so a first export of a large tree does not hold it all; from
-// packAt objects or packBytes bytes it stores them as a pack rather than
-// loose (a directory of 20,000 files is a 700 KB tree, compressed again
-// for every loose copy).
+// packAt objects it stores them as a pack rather than loose. Only first
+// exports and mass changes come to that many: go-git keeps the index of
+// every pack of the mirror in memory and searches each per lookup, so a
+// pack per export would grow both without bound (the garbage collection
+// removes loose objects no ref reaches, and never merges packs).
 const (
-	stageMax  = 64 << 20
-	packAt    = 512
-	packBytes = 1 << 20
+	stageMax = 64 << 20
+	packAt   = 4096
 )
 
 // packs says whether the stage goes to the mirror as a pack.
 func (st *stage) packs() bool {
-	return len(st.order) >= packAt || st.bytes >= packBytes
+	return len(st.order) >= packAt
 }
 
 var _ storer.EncodedObjectStorer = (*stage)(nil)
