@@ -15,11 +15,7 @@ import (
 // parts, when the binding's ceiling split the export, make a document
 // layout write one document per part.
 func (l Layout) Files(snap *rows.Snapshot, parts []*rows.Part) (map[string][]byte, error) {
-	if l.Mode == "" {
-		if key, ok := manifestKey(snap); ok {
-			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
-		}
-	}
+	l = l.resolve(snap)
 	out := map[string][]byte{}
 	if l.Mode != "perResource" {
 		for _, part := range wholeOr(snap, parts) {

@@ -296,6 +296,18 @@ func (l Layout) renderIndex(snap *rows.Snapshot, pathOf func(*rows.Row) string) 
 	return p, data, err
 }
 
+// resolve is the layout for snap: with no mode set, rows of a
+// Resource-export profile become a manifest tree (SEMANTICS §11.3
+// auto-detection).
+func (l Layout) resolve(snap *rows.Snapshot) Layout {
+	if l.Mode == "" {
+		if key, ok := manifestKey(snap); ok {
+			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
+		}
+	}
+	return l
+}
+
 // manifestKey finds the attribute holding an embedded manifest when every
 // row has exactly one such attribute (an object with an apiVersion and the
 // row's kind), under the same key.

@@ -38,7 +38,7 @@ func (s *Sink) planDocuments(l Layout, snap *rows.Snapshot, parts []*rows.Part, 
 		if err != nil {
 			return nil, sinks.Permanent(err)
 		}
-		h, err := s.blob(data)
+		h, err := s.put(edit, p, data)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (*pla
 	for i, r := range snap.Rows {
 		next[r] = rendered[i]
 	}
-	if err := s.planIndex(l, snap, pl, func(r *rows.Row) string { return next[r].path }); err != nil {
+	if err := s.planIndex(l, snap, pl, edit, func(r *rows.Row) string { return next[r].path }); err != nil {
 		return nil, err
 	}
 	if s.written != nil {
@@ -212,7 +212,7 @@ func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (
 			return s.rendered[r].path
 		}
 	}
-	if err := s.planIndex(l, snap, pl, pathOf); err != nil {
+	if err := s.planIndex(l, snap, pl, edit, pathOf); err != nil {
 		return nil, err
 	}
 	if len(added) > 0 || len(pl.remove) > 0 || !s.recorded {
@@ -292,9 +292,8 @@ func (s *Sink) renderRows(l Layout, id rows.Identity, rs []*rows.Row, edit *tree
 }
 
 // renderRow is a row's file, from the last export's when the row is the
-// same. Its content is staged only when the tree does not already hold it
-// at that path (a restarted sink renders every row again, and finds most
-// files unchanged).
+// same (a restarted sink renders every row again, and finds most files
+// unchanged on the branch: put stages none of those).
 func (s *Sink) renderRow(l Layout, id rows.Identity, r *rows.Row, edit *treeEdit) (renderedFile, error) {
 	if rf, ok := s.rendered[r]; ok {
 		return rf, nil
@@ -307,18 +306,25 @@ func (s *Sink) renderRow(l Layout, id rows.Identity, r *rows.Row, edit *treeEdit
 	if err != nil {
 		return renderedFile{}, sinks.Permanent(err)
 	}
-	rf := renderedFile{path: p, hash: plumbing.ComputeHash(plumbing.BlobObject, data), size: len(data)}
-	if held, ok, err := edit.get(p); err != nil || (ok && held.Hash == rf.hash) {
-		return rf, err
-	}
-	if _, err := s.blob(data); err != nil {
+	h, err := s.put(edit, p, data)
+	if err != nil {
 		return renderedFile{}, err
 	}
-	return rf, nil
+	return renderedFile{path: p, hash: h, size: len(data)}, nil
+}
+
+// put is the blob of data as the file at p: staged only when the tree does
+// not already hold that content there.
+func (s *Sink) put(edit *treeEdit, p string, data []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	if held, ok, err := edit.get(p); err != nil || (ok && held.Hash == h) {
+		return h, err
+	}
+	return s.blob(data)
 }
 
 // planIndex adds the split layout's index, which lists every row's path.
-func (s *Sink) planIndex(l Layout, snap *rows.Snapshot, pl *plan, pathOf func(*rows.Row) string) error {
+func (s *Sink) planIndex(l Layout, snap *rows.Snapshot, pl *plan, edit *treeEdit, pathOf func(*rows.Row) string) error {
 	if !l.Index {
 		return nil
 	}
@@ -329,7 +335,7 @@ func (s *Sink) planIndex(l Layout, snap *rows.Snapshot, pl *plan, pathOf func(*r
 	if _, dup := pl.files[p]; dup {
 		return sinks.Permanent(fmt.Errorf("layout collision: the index path %s is also an item path", p))
 	}
-	h, err := s.blob(data)
+	h, err := s.put(edit, p, data)
 	if err != nil {
 		return err
 	}

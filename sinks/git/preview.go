@@ -22,12 +22,7 @@ type Rendered struct {
 // Render renders snap as the sink configured by cfg would, for previews.
 func Render(cfg Config, snap *rows.Snapshot) (Rendered, error) {
 	cfg = cfg.withDefaults()
-	l := cfg.Layout
-	if l.Mode == "" {
-		if key, ok := manifestKey(snap); ok {
-			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
-		}
-	}
+	l := cfg.Layout.resolve(snap)
 	out := Rendered{Mode: l.Mode, Content: l.Content}
 	if out.Mode == "" {
 		out.Mode = "document"

@@ -235,7 +235,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		return sinks.Ack{}, err
 	}
 	edit := newTreeEdit(s.stage, root)
-	l := s.layoutOf(snap)
+	l := s.cfg.Layout.resolve(snap)
 	var pl *plan
 	if l.Mode == "perResource" {
 		pl, err = s.planItems(ctx, l, snap, base, edit)
@@ -265,12 +265,10 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		return sinks.Ack{}, err
 	}
 	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: pl.bytes, Written: edit.changed}
-	if base != plumbing.ZeroHash {
-		if c, err := s.repo.CommitObject(base); err == nil && c.TreeHash == tree {
-			s.pushed(base, edit.root, pl)
-			ack.Written = 0
-			return ack, nil // the remote already holds this content
-		}
+	if base != plumbing.ZeroHash && tree == root.hash {
+		s.pushed(base, edit.root, pl)
+		ack.Written = 0
+		return ack, nil // the remote already holds this content
 	}
 	commit, err := s.commit(tree, base, snap)
 	if err != nil {
@@ -346,18 +344,6 @@ func (s *Sink) treeAt(base plumbing.Hash) (*dir, error) {
 		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
 	}
 	return &dir{hash: c.TreeHash}, nil
-}
-
-// layoutOf is the sink's layout for snap: rows of a Resource-export
-// profile become a manifest tree (SEMANTICS §11.3 auto-detection).
-func (s *Sink) layoutOf(snap *rows.Snapshot) Layout {
-	l := s.cfg.Layout
-	if l.Mode == "" {
-		if key, ok := manifestKey(snap); ok {
-			l.Mode, l.Content, l.ManifestKey = "perResource", "manifest", key
-		}
-	}
-	return l
 }
 
 func (s *Sink) remoteRef() plumbing.ReferenceName {

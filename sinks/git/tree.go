@@ -237,8 +237,12 @@ func (e *treeEdit) parentOf(p string, create bool) (*dir, string, error) {
 // root), and in its subdirectories when deep is set, reading what it has
 // to.
 func (e *treeEdit) files(prefix string, deep bool, fn func(p string)) error {
+	prefix = strings.Trim(prefix, "/")
+	if prefix == "." { // path.Dir of a file at the root
+		prefix = ""
+	}
 	d := e.root
-	for _, seg := range strings.Split(strings.Trim(prefix, "/"), "/") {
+	for _, seg := range strings.Split(prefix, "/") {
 		if seg == "" {
 			continue
 		}
@@ -271,7 +275,7 @@ func (e *treeEdit) files(prefix string, deep bool, fn func(p string)) error {
 		}
 		return nil
 	}
-	return walk(d, strings.TrimPrefix(strings.Trim(prefix, "/")+"/", "/"))
+	return walk(d, strings.TrimPrefix(prefix+"/", "/"))
 }
 
 // write stores the tree objects of every directory this edit changed and

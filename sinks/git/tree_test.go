@@ -105,6 +105,18 @@ func TestATreeEditChangesOnlyItsCopy(t *testing.T) {
 		})
 	}
 
+	t.Run("a directory's own files, the root named as path.Dir names it", func(t *testing.T) {
+		for prefix, want := range map[string][]string{".": {"b.yaml"}, "": {"b.yaml"}, "a/x": {"a/x/1.yaml", "a/x/2.yaml"}} {
+			var got []string
+			if err := newTreeEdit(st, &dir{hash: baseHash}).files(prefix, false, func(p string) { got = append(got, p) }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("files(%q): %v, want %v", prefix, got, want)
+			}
+		}
+	})
+
 	t.Run("a file where a directory is, and the reverse, is refused", func(t *testing.T) {
 		e := newTreeEdit(st, &dir{hash: baseHash})
 		if err := e.set("b.yaml/5.yaml", blob("5")); err == nil || !strings.Contains(err.Error(), "collision") {
