@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// compact is what the cache holds for one object: its name and namespace
-// (for keys and the namespace index) and the JSON of the object reduced to
-// what the subscribers read. A decoded object costs several times its JSON
+// compact is what the cache holds for one object: its key (namespace/name,
+// or name when cluster-scoped; the name and namespace are parts of it) and
+// the JSON of the object reduced to what the subscribers read, compressed
+// by its generation's codec. A decoded object costs several times its JSON
 // in maps; the cache is read only to evaluate everything again (a new
 // profile, a namespace whose labels changed), so it keeps the JSON and
 // decodes on demand.
@@ -21,9 +22,11 @@ import (
 // fresh carries the decoded object from the transform to the event
 // handler, which takes it once; the cache never keeps it.
 type compact struct {
-	namespace, name string
-	raw             []byte
-	fresh           atomic.Pointer[unstructured.Unstructured]
+	key   string
+	slash int // the key's separator, -1 when cluster-scoped
+	z     []byte
+	codec *codec
+	fresh atomic.Pointer[unstructured.Unstructured]
 }
 
 var (
@@ -31,19 +34,20 @@ var (
 	_ metav1.ObjectMetaAccessor = (*compact)(nil)
 )
 
-// GetObjectMeta implements metav1.ObjectMetaAccessor for the cache's key
-// and index functions. The metadata is built on demand: an embedded
-// ObjectMeta would cost every cached object about 300 bytes.
-func (c *compact) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: c.name, Namespace: c.namespace}
+func (c *compact) namespace() string {
+	if c.slash < 0 {
+		return ""
+	}
+	return c.key[:c.slash]
 }
 
-// key is the cache's key: namespace/name, or name when cluster-scoped.
-func (c *compact) key() string {
-	if c.namespace == "" {
-		return c.name
-	}
-	return c.namespace + "/" + c.name
+func (c *compact) name() string { return c.key[c.slash+1:] }
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor for the cache's key
+// function. The metadata is built on demand: an embedded ObjectMeta would
+// cost every cached object about 300 bytes.
+func (c *compact) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: c.name(), Namespace: c.namespace()}
 }
 
 // GetObjectKind implements runtime.Object; the cache needs no kind.
@@ -52,17 +56,23 @@ func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectK
 // DeepCopyObject implements runtime.Object. The JSON is never modified, so
 // copies share it.
 func (c *compact) DeepCopyObject() runtime.Object {
-	return &compact{namespace: c.namespace, name: c.name, raw: c.raw}
+	return &compact{key: c.key, slash: c.slash, z: c.z, codec: c.codec}
 }
 
 // toCompact reduces u (already pruned) to a cache entry that hands u to the
 // event handler once.
-func toCompact(u *unstructured.Unstructured) (*compact, error) {
+func toCompact(u *unstructured.Unstructured, cd *codec) (*compact, error) {
 	raw, err := json.Marshal(u.Object)
+	if err == nil {
+		raw, err = cd.encode(raw)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compact{namespace: u.GetNamespace(), name: u.GetName(), raw: raw}
+	c := &compact{key: u.GetName(), slash: -1, z: raw, codec: cd}
+	if ns := u.GetNamespace(); ns != "" {
+		c.key, c.slash = ns+"/"+c.key, len(ns)
+	}
 	c.fresh.Store(u)
 	return c, nil
 }
@@ -79,8 +89,8 @@ func (c *compact) object() (*unstructured.Unstructured, error) {
 // decode decodes the cached JSON, leaving a fresh object to its handler.
 func (c *compact) decode() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(c.raw); err != nil {
-		return nil, fmt.Errorf("decode cached %s/%s: %w", c.namespace, c.name, err)
+	if err := c.codec.decode(c.z, u.UnmarshalJSON); err != nil {
+		return nil, fmt.Errorf("decode cached %s: %w", c.key, err)
 	}
 	return u, nil
 }

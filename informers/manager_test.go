@@ -119,6 +119,18 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 	if len(store.List("inf-b")) == 0 {
 		t.Error("the widened informer does not cache inf-b")
 	}
+	// Listing one namespace of a cluster-wide cache gives that namespace's
+	// objects only.
+	for _, ns := range []string{"inf-a", "inf-b"} {
+		for _, o := range store.List(ns) {
+			if o.GetNamespace() != ns {
+				t.Errorf("listing %s gave %s/%s", ns, o.GetNamespace(), o.GetName())
+			}
+		}
+	}
+	if all, a, b := len(store.List("")), len(store.List("inf-a")), len(store.List("inf-b")); a == 0 || all < a+b {
+		t.Errorf("listing every namespace gave %d objects, inf-a %d and inf-b %d", all, a, b)
+	}
 	for _, o := range store.List("inf-a") {
 		if d, _ := o.Object["data"].(map[string]any); d["unread"] != "no" {
 			t.Errorf("after a subscriber that reads everything, %s is still reduced: %v", o.GetName(), o.Object)

@@ -57,6 +57,7 @@ type ClusterResult struct {
 	LostGit        int                `json:"rowsLostOrStaleGit"`
 	Duplicated     int                `json:"rowsDuplicated"`
 	PeakRSSBytes   int64              `json:"operatorPeakRssBytes"`
+	PeakAnonBytes  int64              `json:"operatorPeakAnonymousRssBytes"` // RSS less the executable's and other files' pages
 	OperatorCPU    float64            `json:"operatorCpuSeconds"`
 	MaxMailbox     map[string]float64 `json:"maxMailboxDepth"`
 	Samples        []Sample           `json:"samples"`
@@ -179,7 +180,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	res.Samples = smp.finish()
-	res.PeakRSSBytes, res.MaxMailbox = peaks(res.Samples)
+	res.PeakRSSBytes, res.PeakAnonBytes, res.MaxMailbox = peaks(res.Samples)
 	if n := len(res.Samples); n > 0 {
 		res.OperatorCPU = res.Samples[n-1].CPUSeconds
 	}

@@ -197,7 +197,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	runtime.ReadMemStats(&after)
 	res.AllocsPerEvent = float64(after.Mallocs-before.Mallocs) / float64(res.Events)
 	res.Samples = smp.finish()
-	res.PeakRSSBytes, res.MaxMailbox = peaks(res.Samples)
+	res.PeakRSSBytes, _, res.MaxMailbox = peaks(res.Samples)
 	evs = nil
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -125,7 +125,7 @@ func (r *Report) table(b *strings.Builder) {
 		row("cluster: lag p50 / p95 / p99 / max (write → Postgres)", fmt.Sprintf("%v / %v / %v / %v",
 			c.LagP50.Round(time.Millisecond), c.LagP95.Round(time.Millisecond), c.LagP99.Round(time.Millisecond), c.LagMax.Round(time.Millisecond)))
 		row("cluster: rows lost in Postgres / Git, duplicated", fmt.Sprintf("%d / %d, %d", c.LostPostgres, c.LostGit, c.Duplicated))
-		row("cluster: operator peak RSS", mib(c.PeakRSSBytes))
+		row("cluster: operator peak RSS (anonymous, without file-backed pages)", fmt.Sprintf("%s (%s)", mib(c.PeakRSSBytes), mib(c.PeakAnonBytes)))
 		row("cluster: operator live heap once every row arrived", mib(c.LiveHeapBytes))
 		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
@@ -199,11 +199,12 @@ func (r *Report) rssPlot() (*plot.Plot, bool) {
 	}
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "Resident memory", "seconds", "MiB"
-	pts := make(plotter.XYs, len(ss))
+	rss, anon := make(plotter.XYs, len(ss)), make(plotter.XYs, len(ss))
 	for i, s := range ss {
-		pts[i].X, pts[i].Y = s.At.Seconds(), float64(s.RSSBytes)/(1<<20)
+		rss[i].X, rss[i].Y = s.At.Seconds(), float64(s.RSSBytes)/(1<<20)
+		anon[i].X, anon[i].Y = s.At.Seconds(), float64(s.RSSBytes-s.FileBytes)/(1<<20)
 	}
-	if err := plotutil.AddLines(p, "RSS", pts); err != nil {
+	if err := plotutil.AddLines(p, "RSS", rss, "anonymous (RSS less file-backed pages)", anon); err != nil {
 		return nil, false
 	}
 	return p, true

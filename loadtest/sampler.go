@@ -17,8 +17,13 @@ import (
 
 // Sample is one reading taken while a run is under way.
 type Sample struct {
-	At         time.Duration      `json:"at"` // since the run started
-	RSSBytes   int64              `json:"rssBytes"`
+	At       time.Duration `json:"at"` // since the run started
+	RSSBytes int64         `json:"rssBytes"`
+	// FileBytes is the part of RSSBytes backed by files (mostly the
+	// executable's pages): the kernel can drop it under memory pressure,
+	// so a container's limit is met or missed by the rest, the anonymous
+	// memory.
+	FileBytes  int64              `json:"fileBytes"`
 	CPUSeconds float64            `json:"cpuSeconds"` // process CPU time so far
 	Mailbox    map[string]float64 `json:"mailbox"`    // max depth per actor kind
 }
@@ -57,7 +62,7 @@ func startSampler(pid int, metrics func() *dto.MetricFamily, every time.Duration
 
 func (s *sampler) take() {
 	smp := Sample{At: time.Since(s.start), Mailbox: map[string]float64{}}
-	smp.RSSBytes, smp.CPUSeconds = pidStats(s.pid)
+	smp.RSSBytes, smp.FileBytes, smp.CPUSeconds = pidStats(s.pid)
 	if mf := s.metrics(); mf != nil {
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
@@ -121,13 +126,15 @@ func scrape(addr string) (map[string]*dto.MetricFamily, error) {
 	return parser.TextToMetricFamilies(resp.Body)
 }
 
-// pidStats reads a process's resident set size and CPU time (Linux).
-func pidStats(pid int) (int64, float64) {
-	var rss int64
+// pidStats reads a process's resident set size, the file-backed part of
+// it, and its CPU time (Linux).
+func pidStats(pid int) (int64, int64, float64) {
+	var rss, file int64
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid)); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 1 {
+		if f := strings.Fields(string(b)); len(f) > 2 {
 			pages, _ := strconv.ParseInt(f[1], 10, 64)
-			rss = pages * int64(os.Getpagesize())
+			shared, _ := strconv.ParseInt(f[2], 10, 64)
+			rss, file = pages*int64(os.Getpagesize()), shared*int64(os.Getpagesize())
 		}
 	}
 	var cpu float64
@@ -141,20 +148,21 @@ func pidStats(pid int) (int64, float64) {
 			}
 		}
 	}
-	return rss, cpu
+	return rss, file, cpu
 }
 
-// peaks summarises samples: the highest RSS and mailbox depth per kind.
-func peaks(samples []Sample) (int64, map[string]float64) {
-	var rss int64
+// peaks summarises samples: the highest RSS, the highest anonymous RSS
+// (RSS less its file-backed pages), and the deepest mailbox per kind.
+func peaks(samples []Sample) (int64, int64, map[string]float64) {
+	var rss, anon int64
 	mb := map[string]float64{}
 	for _, s := range samples {
-		rss = max(rss, s.RSSBytes)
+		rss, anon = max(rss, s.RSSBytes), max(anon, s.RSSBytes-s.FileBytes)
 		for k, v := range s.Mailbox {
 			mb[k] = max(mb[k], v)
 		}
 	}
-	return rss, mb
+	return rss, anon, mb
 }
 
 // scrapeGauge reads one unlabelled gauge from a /metrics address.

@@ -12,10 +12,8 @@ import (
 // canonical order from one export to the next: an export after k changes
 // sorts k rows and merges, instead of sorting every row again.
 type rowSet struct {
-	// rows are every target's rows, each with the target that sent it
-	// (one index, not one per target: a second map of every key cost as
-	// much as this one).
-	rows map[rows.Key]held
+	// rows are every target's rows, each with the target that sent it.
+	rows index
 	refs map[messages.TargetRef]*messages.TargetRef // one pointer per target, for held.from
 
 	sorted  []*rows.Row       // canonical order at the last list; never modified (snapshots share it)
@@ -28,7 +26,60 @@ type held struct {
 }
 
 func newRowSet() *rowSet {
-	return &rowSet{rows: map[rows.Key]held{}, refs: map[messages.TargetRef]*messages.TargetRef{}, touched: map[rows.Key]bool{}}
+	return &rowSet{rows: index{}, refs: map[messages.TargetRef]*messages.TargetRef{}, touched: map[rows.Key]bool{}}
+}
+
+// index holds rows by key: by the target part of the key (few), then by
+// UID. A map keyed by the whole key held its three strings in every slot,
+// 48 bytes; this one holds the UID's 16.
+type index map[origin]map[string]held
+
+// origin is the target part of a row's key.
+type origin struct{ namespace, name string }
+
+func originOf(k rows.Key) origin { return origin{k.TargetNamespace, k.TargetName} }
+
+func (x index) get(k rows.Key) (held, bool) {
+	h, ok := x[originOf(k)][k.UID]
+	return h, ok
+}
+
+// put stores h at k; hint sizes a new per-target map.
+func (x index) put(k rows.Key, h held, hint int) {
+	o := originOf(k)
+	m := x[o]
+	if m == nil {
+		m = make(map[string]held, hint)
+		x[o] = m
+	}
+	m[k.UID] = h
+}
+
+func (x index) del(k rows.Key) {
+	o := originOf(k)
+	if m := x[o]; m != nil {
+		delete(m, k.UID)
+		if len(m) == 0 {
+			delete(x, o)
+		}
+	}
+}
+
+func (x index) len() int {
+	n := 0
+	for _, m := range x {
+		n += len(m)
+	}
+	return n
+}
+
+// each calls fn for every row; fn may delete the row it is given.
+func (x index) each(fn func(k rows.Key, h held)) {
+	for o, m := range x {
+		for uid, h := range m {
+			fn(rows.Key{TargetNamespace: o.namespace, TargetName: o.name, UID: uid}, h)
+		}
+	}
 }
 
 func (s *rowSet) ref(t messages.TargetRef) *messages.TargetRef {
@@ -44,8 +95,14 @@ func (s *rowSet) ref(t messages.TargetRef) *messages.TargetRef {
 // target replaces and deletes only rows it sent.
 func (s *rowSet) apply(m *messages.RowsChanged) bool {
 	from := s.ref(m.Target)
-	if len(s.rows) == 0 && len(m.Upserts) > 64 { // a first list: the index grows once, not by doubling
-		s.rows = make(map[rows.Key]held, len(m.Upserts))
+	var sizes map[origin]int
+	if len(m.Upserts) > 64 { // a list: each new map grows once, not by doubling
+		sizes = map[origin]int{}
+		for _, r := range m.Upserts {
+			if o := (origin{r.TargetNamespace, r.TargetName}); s.rows[o] == nil {
+				sizes[o]++
+			}
+		}
 	}
 	changed := false
 	if m.Replace { // a target's complete list: rare (subscribe, relist), so one pass over every row
@@ -53,23 +110,23 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 		for _, r := range m.Upserts {
 			incoming[r.Key()] = true
 		}
-		for k, h := range s.rows {
+		s.rows.each(func(k rows.Key, h held) {
 			if h.from == from && !incoming[k] {
-				delete(s.rows, k)
+				s.rows.del(k)
 				s.touched[k], changed = true, true
 			}
-		}
+		})
 	}
 	for _, k := range m.Deletes {
-		if h, ok := s.rows[k]; ok && h.from == from {
-			delete(s.rows, k)
+		if h, ok := s.rows.get(k); ok && h.from == from {
+			s.rows.del(k)
 			s.touched[k], changed = true, true
 		}
 	}
 	for _, r := range m.Upserts {
 		k := r.Key()
-		if old, ok := s.rows[k]; !ok || old.from != from || !old.row.Equal(r) {
-			s.rows[k] = held{row: r, from: from}
+		if old, ok := s.rows.get(k); !ok || old.from != from || !old.row.Equal(r) {
+			s.rows.put(k, held{row: r, from: from}, sizes[originOf(k)])
 			s.touched[k], changed = true, true
 		}
 	}
@@ -84,12 +141,12 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 	}
 	delete(s.refs, t)
 	dropped := false
-	for k, h := range s.rows {
+	s.rows.each(func(k rows.Key, h held) {
 		if h.from == from {
-			delete(s.rows, k)
+			s.rows.del(k)
 			s.touched[k], dropped = true, true
 		}
-	}
+	})
 	return dropped
 }
 
@@ -101,11 +158,10 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		s.sorted, s.touched = nil, map[rows.Key]bool{} // the order kept is for the plain list
 		return s.deduped()
 	}
-	if s.sorted == nil || len(s.touched) > len(s.rows)/2 {
-		out := make([]*rows.Row, 0, len(s.rows))
-		for _, h := range s.rows {
-			out = append(out, h.row)
-		}
+	n := s.rows.len()
+	if s.sorted == nil || len(s.touched) > n/2 {
+		out := make([]*rows.Row, 0, n)
+		s.rows.each(func(_ rows.Key, h held) { out = append(out, h.row) })
 		slices.SortFunc(out, rows.Compare)
 		s.sorted, s.touched = out, map[rows.Key]bool{}
 		return out
@@ -113,26 +169,26 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 	// Rows untouched since the last list keep their place; a touched row
 	// whose order fields are unchanged takes its old place (and leaves the
 	// touched set); the rest are sorted and merged in.
-	kept := make([]*rows.Row, 0, len(s.rows))
+	kept := make([]*rows.Row, 0, n)
 	for _, r := range s.sorted {
 		k := r.Key()
 		if !s.touched[k] {
 			kept = append(kept, r)
 			continue
 		}
-		if cur := s.rows[k].row; cur != nil && rows.Compare(cur, r) == 0 {
-			kept = append(kept, cur)
+		if cur, _ := s.rows.get(k); cur.row != nil && rows.Compare(cur.row, r) == 0 {
+			kept = append(kept, cur.row)
 			delete(s.touched, k)
 		}
 	}
 	var added []*rows.Row
 	for k := range s.touched {
-		if cur := s.rows[k].row; cur != nil {
-			added = append(added, cur)
+		if cur, _ := s.rows.get(k); cur.row != nil {
+			added = append(added, cur.row)
 		}
 	}
 	slices.SortFunc(added, rows.Compare)
-	out := make([]*rows.Row, 0, len(s.rows))
+	out := make([]*rows.Row, 0, n)
 	i, j := 0, 0
 	for i < len(kept) && j < len(added) {
 		if rows.Compare(added[j], kept[i]) < 0 {
@@ -151,13 +207,13 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 func (s *rowSet) deduped() []*rows.Row {
 	type obj struct{ ns, uid string }
 	best := map[obj]*rows.Row{}
-	for _, h := range s.rows {
+	s.rows.each(func(_ rows.Key, h held) {
 		r := h.row
 		k := obj{r.Namespace, r.UID}
 		if b, ok := best[k]; !ok || rows.Compare(r, b) < 0 {
 			best[k] = r
 		}
-	}
+	})
 	out := make([]*rows.Row, 0, len(best))
 	for _, r := range best {
 		out = append(out, r)
@@ -166,20 +222,19 @@ func (s *rowSet) deduped() []*rows.Row {
 	return out
 }
 
-func (s *rowSet) len() int { return len(s.rows) }
+func (s *rowSet) len() int { return s.rows.len() }
 
 // shards counts rows and contributing targets per target namespace, in
 // namespace order.
 func (s *rowSet) shards() []Shard {
 	items := map[string]int{}
 	targets := map[string]map[string]bool{}
-	for _, h := range s.rows {
-		r := h.row
-		items[r.TargetNamespace]++
-		if targets[r.TargetNamespace] == nil {
-			targets[r.TargetNamespace] = map[string]bool{}
+	for o, m := range s.rows {
+		items[o.namespace] += len(m)
+		if targets[o.namespace] == nil {
+			targets[o.namespace] = map[string]bool{}
 		}
-		targets[r.TargetNamespace][r.TargetName] = true
+		targets[o.namespace][o.name] = true
 	}
 	out := make([]Shard, 0, len(items))
 	for ns, n := range items {

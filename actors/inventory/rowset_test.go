@@ -136,10 +136,8 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 			continue // several changes between two exports
 		}
 		got := s.list(false)
-		want := make([]*rows.Row, 0, len(s.rows))
-		for _, h := range s.rows {
-			want = append(want, h.row)
-		}
+		want := make([]*rows.Row, 0, s.len())
+		s.rows.each(func(_ rows.Key, h held) { want = append(want, h.row) })
 		slices.SortFunc(want, rows.Compare)
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: list has %d rows out of order or stale; want %d", step, len(got), len(want))

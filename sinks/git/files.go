@@ -43,7 +43,7 @@ func (l Layout) Files(snap *rows.Snapshot, parts []*rows.Part) (map[string][]byt
 		out[p], paths[r] = data, p
 	}
 	if l.Index {
-		p, data, err := l.renderIndex(snap, func(r *rows.Row) string { return paths[r] })
+		p, data, err := l.renderIndex(snap, func(j int) string { return paths[snap.Rows[j]] })
 		if err != nil {
 			return nil, err
 		}

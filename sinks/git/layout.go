@@ -269,10 +269,10 @@ func encodeFile(format string, payload []byte, indentJSON bool) ([]byte, error) 
 }
 
 // renderIndex encodes the split-mode index: what was exported and where.
-func (l Layout) renderIndex(snap *rows.Snapshot, pathOf func(*rows.Row) string) (string, []byte, error) {
-	paths := make([]string, 0, len(snap.Rows))
-	for _, r := range snap.Rows {
-		paths = append(paths, pathOf(r))
+func (l Layout) renderIndex(snap *rows.Snapshot, pathOf func(j int) string) (string, []byte, error) {
+	paths := make([]string, len(snap.Rows))
+	for j := range snap.Rows {
+		paths[j] = pathOf(j)
 	}
 	idx := struct {
 		SchemaVersion string   `json:"schemaVersion"`

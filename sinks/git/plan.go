@@ -75,7 +75,7 @@ func (s *Sink) planDocuments(l Layout, snap *rows.Snapshot, parts []*rows.Part, 
 		for p := range pl.files {
 			s.written[p] = true
 		}
-		s.prev, s.rendered, s.itemBytes = nil, map[*rows.Row]renderedFile{}, 0
+		s.prev, s.prevFiles, s.itemBytes = nil, nil, 0
 	}
 	return pl, nil
 }
@@ -97,35 +97,45 @@ func (s *Sink) planItems(ctx context.Context, l Layout, snap *rows.Snapshot, bas
 	s.summary = map[string]string{}
 	sorted := slices.IsSortedFunc(snap.Rows, rows.Compare)
 	var (
+		same []int32
+		gone []int
+	)
+	if s.prev != nil && sorted {
+		same, gone = pair(s.prev, snap.Rows)
+	}
+	var (
 		pl  *plan
 		err error
 	)
-	if base != plumbing.ZeroHash && base == s.lastCommit && s.prev != nil && sorted {
-		pl, err = s.planChangedItems(l, snap, edit)
+	if base != plumbing.ZeroHash && base == s.lastCommit && same != nil {
+		pl, err = s.planChangedItems(l, snap, edit, same, gone)
 	} else {
-		pl, err = s.planAllItems(l, snap, edit)
+		pl, err = s.planAllItems(l, snap, edit, same)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !sorted {
 		apply := pl.apply
-		pl.apply = func() { apply(); s.prev = nil }
+		pl.apply = func() { apply(); s.prev, s.prevFiles = nil, nil }
 	}
 	return pl, nil
 }
 
-func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (*plan, error) {
-	files, rendered, items, err := s.renderRows(l, snap.Inventory, snap.Rows, edit)
+// planAllItems plans every row. same, when set, pairs the rows with the
+// last export's (see pair): an unchanged row's file is not rendered again.
+func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit, same []int32) (*plan, error) {
+	files, next, items, err := s.renderRows(l, snap.Inventory, snap.Rows, edit, func(j int) (renderedFile, bool) {
+		if same == nil || same[j] < 0 {
+			return renderedFile{}, false
+		}
+		return s.prevFiles[same[j]], true
+	})
 	if err != nil {
 		return nil, err
 	}
 	pl := &plan{files: files, bytes: items}
-	next := make(map[*rows.Row]renderedFile, len(snap.Rows))
-	for i, r := range snap.Rows {
-		next[r] = rendered[i]
-	}
-	if err := s.planIndex(l, snap, pl, edit, func(r *rows.Row) string { return next[r].path }); err != nil {
+	if err := s.planIndex(l, snap, pl, edit, func(j int) string { return next[j].path }); err != nil {
 		return nil, err
 	}
 	if s.written != nil {
@@ -164,25 +174,40 @@ func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (*pla
 		pl.owned = ch
 	}
 	pl.apply = func() {
-		s.written, s.rendered, s.prev, s.itemBytes = written, next, snap.Rows, items
+		s.written, s.prevFiles, s.prev, s.itemBytes = written, next, snap.Rows, items
 	}
 	return pl, nil
 }
 
 // planChangedItems plans the rows that left and arrived since the last
 // export (a changed row is both: the inventory replaces rows, it never
-// edits one).
-func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (*plan, error) {
-	gone, came := diffRows(s.prev, snap.Rows)
-	files, rendered, size, err := s.renderRows(l, snap.Inventory, came, edit)
+// edits one), as pair found them.
+func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit, same []int32, gone []int) (*plan, error) {
+	var came []*rows.Row
+	var cameAt []int
+	for j, i := range same {
+		if i < 0 {
+			came, cameAt = append(came, snap.Rows[j]), append(cameAt, j)
+		}
+	}
+	files, rendered, size, err := s.renderRows(l, snap.Inventory, came, edit, nil)
 	if err != nil {
 		return nil, err
+	}
+	next := make([]renderedFile, len(snap.Rows))
+	for j, i := range same {
+		if i >= 0 {
+			next[j] = s.prevFiles[i]
+		}
+	}
+	for k, j := range cameAt {
+		next[j] = rendered[k]
 	}
 	pl := &plan{files: files}
 	items := s.itemBytes + size
 	left := make(map[string]bool, len(gone))
-	for _, r := range gone {
-		rf := s.rendered[r]
+	for _, i := range gone {
+		rf := s.prevFiles[i]
 		items -= int64(rf.size)
 		left[rf.path] = true
 		if _, again := pl.files[rf.path]; !again {
@@ -199,20 +224,7 @@ func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (
 		}
 	}
 	pl.bytes = items
-	pathOf := func(r *rows.Row) string { return s.rendered[r].path }
-	if l.Index {
-		arrived := make(map[*rows.Row]string, len(came))
-		for i, r := range came {
-			arrived[r] = rendered[i].path
-		}
-		pathOf = func(r *rows.Row) string {
-			if p, ok := arrived[r]; ok {
-				return p
-			}
-			return s.rendered[r].path
-		}
-	}
-	if err := s.planIndex(l, snap, pl, edit, pathOf); err != nil {
+	if err := s.planIndex(l, snap, pl, edit, func(j int) string { return next[j].path }); err != nil {
 		return nil, err
 	}
 	if len(added) > 0 || len(pl.remove) > 0 || !s.recorded {
@@ -231,56 +243,68 @@ func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit) (
 		}}
 	}
 	pl.apply = func() {
-		for _, r := range gone {
-			delete(s.rendered, r)
-		}
-		for i, r := range came {
-			s.rendered[r] = rendered[i]
-		}
 		for _, p := range pl.remove {
 			delete(s.written, p)
 		}
 		for _, p := range added {
 			s.written[p] = true
 		}
-		s.prev, s.itemBytes = snap.Rows, items
+		s.prev, s.prevFiles, s.itemBytes = snap.Rows, next, items
 	}
 	return pl, nil
 }
 
-// diffRows walks two row lists in canonical order and returns the rows of
-// prev that are not in next and those of next that are not in prev (the
-// same row is the same pointer).
-func diffRows(prev, next []*rows.Row) (gone, came []*rows.Row) {
+// pair walks the last export's rows and next, both in canonical order:
+// same[j] is the index in prev of next[j] when it is the same row (the
+// same pointer: the inventory replaces a row that changed), or -1; gone
+// are the indexes in prev of the rows next does not hold.
+func pair(prev, next []*rows.Row) (same []int32, gone []int) {
+	same = make([]int32, len(next))
 	i, j := 0, 0
-	for i < len(prev) && j < len(next) {
+	for j < len(next) {
+		if i == len(prev) {
+			same[j], j = -1, j+1
+			continue
+		}
 		a, b := prev[i], next[j]
 		if a == b {
-			i, j = i+1, j+1
+			same[j], i, j = int32(i), i+1, j+1
 			continue
 		}
 		switch c := rows.Compare(a, b); {
 		case c < 0:
-			gone, i = append(gone, a), i+1
+			gone, i = append(gone, i), i+1
 		case c > 0:
-			came, j = append(came, b), j+1
+			same[j], j = -1, j+1
 		default:
-			gone, came, i, j = append(gone, a), append(came, b), i+1, j+1
+			gone, same[j], i, j = append(gone, i), -1, i+1, j+1
 		}
 	}
-	return append(gone, prev[i:]...), append(came, next[j:]...)
+	for ; i < len(prev); i++ {
+		gone = append(gone, i)
+	}
+	return same, gone
 }
 
 // renderRows renders rs: path → blob, each row's file in rs's order, and
-// their size. Two rows on one path are a layout collision.
-func (s *Sink) renderRows(l Layout, id rows.Identity, rs []*rows.Row, edit *treeEdit) (map[string]plumbing.Hash, []renderedFile, int64, error) {
+// their size. known, when set, gives the file of rs[j] when it is the last
+// export's (a restarted sink renders every row again, and finds most files
+// unchanged on the branch: put stages none of those). Two rows on one
+// path are a layout collision.
+func (s *Sink) renderRows(l Layout, id rows.Identity, rs []*rows.Row, edit *treeEdit, known func(j int) (renderedFile, bool)) (map[string]plumbing.Hash, []renderedFile, int64, error) {
 	files := make(map[string]plumbing.Hash, len(rs))
 	out := make([]renderedFile, len(rs))
 	var size int64
 	for i, r := range rs {
-		rf, err := s.renderRow(l, id, r, edit)
-		if err != nil {
-			return nil, nil, 0, err
+		rf, ok := renderedFile{}, false
+		if known != nil {
+			rf, ok = known(i)
+		}
+		if !ok {
+			var err error
+			if rf, err = s.renderRow(l, id, r, edit); err != nil {
+				return nil, nil, 0, err
+			}
 		}
 		if _, dup := files[rf.path]; dup {
 			return nil, nil, 0, sinks.Permanent(fmt.Errorf("layout collision: two rows render to %s", rf.path))
@@ -291,13 +315,8 @@ func (s *Sink) renderRows(l Layout, id rows.Identity, rs []*rows.Row, edit *tree
 	return files, out, size, nil
 }
 
-// renderRow is a row's file, from the last export's when the row is the
-// same (a restarted sink renders every row again, and finds most files
-// unchanged on the branch: put stages none of those).
+// renderRow renders a row's file and stages it when the branch lacks it.
 func (s *Sink) renderRow(l Layout, id rows.Identity, r *rows.Row, edit *treeEdit) (renderedFile, error) {
-	if rf, ok := s.rendered[r]; ok {
-		return rf, nil
-	}
 	p, err := l.itemPath(id, r)
 	if err != nil {
 		return renderedFile{}, sinks.Permanent(err)
@@ -310,7 +329,7 @@ func (s *Sink) renderRow(l Layout, id rows.Identity, r *rows.Row, edit *treeEdit
 	if err != nil {
 		return renderedFile{}, err
 	}
-	return renderedFile{path: p, hash: h, size: len(data)}, nil
+	return renderedFile{path: p, hash: h, size: int32(len(data))}, nil
 }
 
 // put is the blob of data as the file at p: staged only when the tree does
@@ -324,7 +343,7 @@ func (s *Sink) put(edit *treeEdit, p string, data []byte) (plumbing.Hash, error)
 }
 
 // planIndex adds the split layout's index, which lists every row's path.
-func (s *Sink) planIndex(l Layout, snap *rows.Snapshot, pl *plan, edit *treeEdit, pathOf func(*rows.Row) string) error {
+func (s *Sink) planIndex(l Layout, snap *rows.Snapshot, pl *plan, edit *treeEdit, pathOf func(j int) string) error {
 	if !l.Index {
 		return nil
 	}

@@ -174,7 +174,8 @@ func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snapshot := snap(row(t, "a", "x:1"), row(t, "b", "y:1"))
+	a := row(t, "a", "x:1")
+	snapshot := snap(a, row(t, "b", "y:1"))
 	if _, err := s.Export(context.Background(), snapshot); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +192,19 @@ func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
 	msg := gitCmd(t, bare, "log", "-1", "--format=%B", "main")
 	if !strings.Contains(msg, "\n\n2 items from c1\n\nKollect-Checksum: "+snapshot.Checksum) {
 		t.Errorf("commit message:\n%s", msg)
+	}
+
+	// The next export keeps a, replaces b and adds c: the index, built
+	// from the rows that changed and the files of those that did not,
+	// lists all three in order.
+	if _, err := s.Export(context.Background(), snap(a, row(t, "b", "y:2"), row(t, "c", "z:1"))); err != nil {
+		t.Fatal(err)
+	}
+	index = gitCmd(t, bare, "show", "main:inventory/default/demo-inventory.json")
+	ia, ib, ic := strings.Index(index, `"c1/demo/deployment/a.json"`), strings.Index(index, `"c1/demo/deployment/b.json"`),
+		strings.Index(index, `"c1/demo/deployment/c.json"`)
+	if !strings.Contains(index, `"itemCount": 3`) || ia < 0 || ib < ia || ic < ib {
+		t.Errorf("the second index lacks the three paths in order:\n%s", index)
 	}
 }
 

@@ -180,7 +180,7 @@ func TestATreeEditWritesWhatGitWrites(t *testing.T) {
 	}
 }
 
-func TestDiffRowsFindsWhatLeftAndArrived(t *testing.T) {
+func TestPairFindsWhatStayedLeftAndArrived(t *testing.T) {
 	mk := func(name, image string) *rows.Row {
 		r, err := rows.New(rows.Row{Namespace: "ns", Name: name, Version: "v1", Kind: "ConfigMap", UID: name,
 			Attributes: rows.AttributesOf(map[string]any{"image": image})})
@@ -205,7 +205,22 @@ func TestDiffRowsFindsWhatLeftAndArrived(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			gone, came := diffRows(tc.prev, tc.next)
+			same, goneAt := pair(tc.prev, tc.next)
+			if len(same) != len(tc.next) {
+				t.Fatalf("%d pairings for %d rows", len(same), len(tc.next))
+			}
+			var gone, came []*rows.Row
+			for _, i := range goneAt {
+				gone = append(gone, tc.prev[i])
+			}
+			for j, i := range same {
+				switch {
+				case i < 0:
+					came = append(came, tc.next[j])
+				case tc.prev[i] != tc.next[j]:
+					t.Errorf("%s paired with %s", names(tc.next[j:j+1]), names(tc.prev[i:i+1]))
+				}
+			}
 			if !slices.Equal(gone, tc.gone) || !slices.Equal(came, tc.came) {
 				t.Errorf("gone %v came %v, want %v and %v", names(gone), names(came), names(tc.gone), names(tc.came))
 			}

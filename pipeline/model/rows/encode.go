@@ -6,13 +6,19 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
+
+// spans are where the JSON holds the characters of a row's per-object
+// strings (namespace, name, uid) as they are, or -1 for a string that was
+// escaped.
+type spans struct{ namespace, name, uid int }
 
 // encode writes r's canonical JSON: exactly what encoding/json writes for
 // the struct (compact, attribute keys sorted, HTML characters escaped),
 // without reflection for the common values (strings, integers, booleans,
 // null). Anything else goes through encoding/json.
-func encode(r *Row) ([]byte, error) {
+func encode(r *Row) ([]byte, spans, error) {
 	// Built in a pooled scratch buffer and copied out at its exact size:
 	// rows live as long as their objects, so spare capacity would be kept.
 	scratch := scratchPool.Get().(*[]byte)
@@ -23,10 +29,11 @@ func encode(r *Row) ([]byte, error) {
 	b = appendString(b, r.TargetNamespace)
 	b = append(b, `,"targetName":`...)
 	b = appendString(b, r.TargetName)
+	var at spans
 	b = append(b, `,"namespace":`...)
-	b = appendString(b, r.Namespace)
+	b, at.namespace = appendSpan(b, r.Namespace)
 	b = append(b, `,"name":`...)
-	b = appendString(b, r.Name)
+	b, at.name = appendSpan(b, r.Name)
 	if r.Group != "" {
 		b = append(b, `,"group":`...)
 		b = appendString(b, r.Group)
@@ -36,18 +43,39 @@ func encode(r *Row) ([]byte, error) {
 	b = append(b, `,"kind":`...)
 	b = appendString(b, r.Kind)
 	b = append(b, `,"uid":`...)
-	b = appendString(b, r.UID)
+	b, at.uid = appendSpan(b, r.UID)
 	b = append(b, `,"attributes":`...)
 	if r.Attributes == nil {
 		b = append(b, "null"...)
 	} else {
 		var err error
 		if b, err = appendAttributes(b, r.Attributes); err != nil {
-			return nil, err
+			return nil, spans{}, err
 		}
 	}
 	b = append(b, '}')
-	return bytes.Clone(b), nil
+	return bytes.Clone(b), at, nil
+}
+
+// appendSpan appends s quoted and returns where its characters start in
+// b, or -1 when they were escaped.
+func appendSpan(b []byte, s string) ([]byte, int) {
+	at := len(b) + 1
+	b = appendString(b, s)
+	if len(b) != at+len(s)+1 || string(b[at:at+len(s)]) != s {
+		return b, -1
+	}
+	return b, at
+}
+
+// within returns s as the span of raw at which it was written: the same
+// characters, kept by raw instead of a string of their own. raw is never
+// modified (JSON's contract), so the string is as immutable as any.
+func within(raw []byte, at int, s string) string {
+	if at < 0 || s == "" {
+		return s
+	}
+	return unsafe.String(&raw[at], len(s))
 }
 
 var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

@@ -22,7 +22,7 @@ func FuzzEncodeIsEncodingJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := encode(&r)
+		got, _, err := encode(&r)
 		if err != nil {
 			t.Fatalf("encode failed where encoding/json did not: %v", err)
 		}

@@ -3,6 +3,7 @@ package rows
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 )
 
 // TestEncodeIsEncodingJSON: the hand-written encoder writes byte for byte
@@ -33,7 +34,7 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := encode(&r)
+		got, _, err := encode(&r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,42 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 			t.Errorf("encode\n got %s\nwant %s", got, want)
 		}
 	}
-	if _, err := encode(&Row{Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
+	if _, _, err := encode(&Row{Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
 		t.Error("an unencodable attribute gave no error")
+	}
+}
+
+// TestARowKeepsItsObjectsStringsInItsJSON: a row's namespace, name and UID
+// are read from its JSON when the JSON holds them as they are, and keep
+// their own copy when it escaped them; either way they are the strings
+// the row was built with.
+func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
+	cases := []struct {
+		name, namespace, uid string
+		shared               bool
+	}{
+		{"cart", "shop", "1b2c3d4e-0000-4000-8000-00000000abcd", true},
+		{"quo\"te", "<ns>", "bad utf8 \xff", false},
+		{"ünï", "", "u", true}, // not ASCII, but written as it is; no namespace
+	}
+	for _, tc := range cases {
+		in := Row{TargetNamespace: "t", TargetName: "n", Namespace: tc.namespace, Name: tc.name, Version: "v1", Kind: "K", UID: tc.uid}
+		r, err := New(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := r.JSON()
+		for _, f := range []struct{ got, want string }{{r.Namespace, tc.namespace}, {r.Name, tc.name}, {r.UID, tc.uid}} {
+			if f.got != f.want {
+				t.Errorf("row string %q, built with %q", f.got, f.want)
+			}
+			if f.want == "" {
+				continue
+			}
+			p, lo := uintptr(unsafe.Pointer(unsafe.StringData(f.got))), uintptr(unsafe.Pointer(&raw[0]))
+			if inRaw := p >= lo && p < lo+uintptr(len(raw)); inRaw != tc.shared {
+				t.Errorf("%q: kept in the row's JSON = %v, want %v", f.want, inRaw, tc.shared)
+			}
+		}
 	}
 }

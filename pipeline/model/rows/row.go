@@ -36,10 +36,14 @@ func New(r Row) (*Row, error) {
 	if !r.Attributes.Sorted() {
 		r.Attributes = normalize(r.Attributes)
 	}
-	raw, err := encode(&r)
+	raw, at, err := encode(&r)
 	if err != nil {
 		return nil, fmt.Errorf("encode row %s/%s: %w", r.Namespace, r.Name, err)
 	}
+	// The object's own strings are read from the JSON, which holds them
+	// anyway: the row does not keep the decoded object's copies (80 bytes
+	// a row, most of it the UID).
+	r.Namespace, r.Name, r.UID = within(raw, at.namespace, r.Namespace), within(raw, at.name, r.Name), within(raw, at.uid, r.UID)
 	r.raw = raw
 	return &r, nil
 }
