@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // compact is what the cache holds for one object: its key (namespace/name,
@@ -23,7 +24,6 @@ import (
 // handler, which takes it once; the cache never keeps it.
 type compact struct {
 	key   string
-	slash int // the key's separator, -1 when cluster-scoped
 	z     []byte
 	codec *codec
 	fresh atomic.Pointer[unstructured.Unstructured]
@@ -34,20 +34,23 @@ var (
 	_ metav1.ObjectMetaAccessor = (*compact)(nil)
 )
 
-func (c *compact) namespace() string {
-	if c.slash < 0 {
-		return ""
-	}
-	return c.key[:c.slash]
+// split returns the namespace and the name the key joins.
+func (c *compact) split() (namespace, name string) {
+	namespace, name, _ = cache.SplitMetaNamespaceKey(c.key) // the key is the informer's own
+	return namespace, name
 }
 
-func (c *compact) name() string { return c.key[c.slash+1:] }
+func (c *compact) namespace() string {
+	ns, _ := c.split()
+	return ns
+}
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor for the cache's key
 // function. The metadata is built on demand: an embedded ObjectMeta would
 // cost every cached object about 300 bytes.
 func (c *compact) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: c.name(), Namespace: c.namespace()}
+	ns, name := c.split()
+	return &metav1.ObjectMeta{Name: name, Namespace: ns}
 }
 
 // GetObjectKind implements runtime.Object; the cache needs no kind.
@@ -56,7 +59,7 @@ func (c *compact) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectK
 // DeepCopyObject implements runtime.Object. The JSON is never modified, so
 // copies share it.
 func (c *compact) DeepCopyObject() runtime.Object {
-	return &compact{key: c.key, slash: c.slash, z: c.z, codec: c.codec}
+	return &compact{key: c.key, z: c.z, codec: c.codec}
 }
 
 // toCompact reduces u (already pruned) to a cache entry that hands u to the
@@ -69,9 +72,9 @@ func toCompact(u *unstructured.Unstructured, cd *codec) (*compact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compact{key: u.GetName(), slash: -1, z: raw, codec: cd}
+	c := &compact{key: u.GetName(), z: raw, codec: cd}
 	if ns := u.GetNamespace(); ns != "" {
-		c.key, c.slash = ns+"/"+c.key, len(ns)
+		c.key = ns + "/" + c.key
 	}
 	c.fresh.Store(u)
 	return c, nil

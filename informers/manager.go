@@ -21,7 +21,9 @@ import (
 
 // Store reads the cached objects of one GVR.
 type Store interface {
-	List(namespace string) []*unstructured.Unstructured
+	// List decodes the cached objects of the namespaces named, or of all
+	// when none is.
+	List(namespaces ...string) []*unstructured.Unstructured
 }
 
 // Manager runs the shared informers.
@@ -354,16 +356,23 @@ func project(u *unstructured.Unstructured, kept *projection.Set) {
 // reads the newest synced cache, never a stopped one.
 type entryStore struct{ e *entry }
 
-// List decodes the cached objects of namespace ("" for all).
-func (s entryStore) List(namespace string) []*unstructured.Unstructured {
+// List decodes the cached objects of the namespaces named, or of all when
+// none is, in one pass over the cache (there is no namespace index).
+func (s entryStore) List(namespaces ...string) []*unstructured.Unstructured {
 	objs := s.e.current.Load().informer.GetIndexer().List()
+	var in map[string]bool
 	var out []*unstructured.Unstructured
-	if namespace == "" {
+	if len(namespaces) == 0 {
 		out = make([]*unstructured.Unstructured, 0, len(objs))
+	} else {
+		in = make(map[string]bool, len(namespaces))
+		for _, ns := range namespaces {
+			in[ns] = true
+		}
 	}
 	for _, o := range objs {
 		c, ok := o.(*compact)
-		if !ok || (namespace != "" && c.namespace() != namespace) {
+		if !ok || (in != nil && !in[c.namespace()]) {
 			continue
 		}
 		u, err := c.decode()

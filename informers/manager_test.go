@@ -128,8 +128,12 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 			}
 		}
 	}
-	if all, a, b := len(store.List("")), len(store.List("inf-a")), len(store.List("inf-b")); a == 0 || all < a+b {
-		t.Errorf("listing every namespace gave %d objects, inf-a %d and inf-b %d", all, a, b)
+	all, inA, inB := len(store.List()), len(store.List("inf-a")), len(store.List("inf-b"))
+	if inA == 0 || all < inA+inB {
+		t.Errorf("listing every namespace gave %d objects, inf-a %d and inf-b %d", all, inA, inB)
+	}
+	if both := len(store.List("inf-a", "inf-b")); both != inA+inB {
+		t.Errorf("listing inf-a and inf-b together gave %d objects, apart %d and %d", both, inA, inB)
 	}
 	for _, o := range store.List("inf-a") {
 		if d, _ := o.Object["data"].(map[string]any); d["unread"] != "no" {

@@ -50,7 +50,7 @@ var (
 
 type emptyStore struct{}
 
-func (emptyStore) List(string) []*unstructured.Unstructured { return nil }
+func (emptyStore) List(...string) []*unstructured.Unstructured { return nil }
 
 type noNamespaces struct{}
 

@@ -44,11 +44,16 @@ func (x index) get(k rows.Key) (held, bool) {
 	return h, ok
 }
 
-// put stores h at k; hint sizes a new per-target map.
-func (x index) put(k rows.Key, h held, hint int) {
+// put stores h at k; size, when set, is asked only when k's target part
+// has no map yet, and sizes the new one.
+func (x index) put(k rows.Key, h held, size func(origin) int) {
 	o := originOf(k)
 	m := x[o]
 	if m == nil {
+		hint := 0
+		if size != nil {
+			hint = size(o)
+		}
 		m = make(map[string]held, hint)
 		x[o] = m
 	}
@@ -95,13 +100,17 @@ func (s *rowSet) ref(t messages.TargetRef) *messages.TargetRef {
 // target replaces and deletes only rows it sent.
 func (s *rowSet) apply(m *messages.RowsChanged) bool {
 	from := s.ref(m.Target)
-	var sizes map[origin]int
-	if len(m.Upserts) > 64 { // a list: each new map grows once, not by doubling
-		sizes = map[origin]int{}
-		for _, r := range m.Upserts {
-			if o := (origin{r.TargetNamespace, r.TargetName}); s.rows[o] == nil {
-				sizes[o]++
+	var size func(origin) int
+	if len(m.Upserts) > 64 { // a list: a new map grows once, not by doubling
+		var sizes map[origin]int
+		size = func(o origin) int {
+			if sizes == nil {
+				sizes = map[origin]int{}
+				for _, r := range m.Upserts {
+					sizes[origin{r.TargetNamespace, r.TargetName}]++
+				}
 			}
+			return sizes[o]
 		}
 	}
 	changed := false
@@ -126,7 +135,7 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 	for _, r := range m.Upserts {
 		k := r.Key()
 		if old, ok := s.rows.get(k); !ok || old.from != from || !old.row.Equal(r) {
-			s.rows.put(k, held{row: r, from: from}, sizes[originOf(k)])
+			s.rows.put(k, held{row: r, from: from}, size)
 			s.touched[k], changed = true, true
 		}
 	}

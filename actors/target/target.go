@@ -3,7 +3,9 @@ package target
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -200,9 +202,8 @@ func (a *actorState) Receive(ctx actor.Context) {
 		start := time.Now()
 		var ups []*rows.Row
 		var dels []rows.Key
-		for ns := range nss {
-			u, d := a.evaluateNamespace(ns)
-			ups, dels = append(ups, u...), append(dels, d...)
+		if len(nss) > 0 {
+			ups, dels = a.evaluateNamespaces(nss)
 		}
 		u, d := a.applyAll(evs)
 		a.inbox.recycle(evs)
@@ -244,7 +245,7 @@ func (a *actorState) resync(ctx actor.Context) {
 	before := len(a.rows)
 	lists, n := make([][]*unstructured.Unstructured, len(a.cfg.Sources)), 0
 	for i, src := range a.cfg.Sources {
-		lists[i] = src.Store.List("")
+		lists[i] = src.Store.List()
 		n += len(lists[i])
 	}
 	batch := make([]outcome, 0, n)
@@ -382,14 +383,15 @@ func (a *actorState) diff(k objKey, old, row *rows.Row) (*rows.Row, *rows.Key) {
 	return nil, nil
 }
 
-// evaluateNamespace re-evaluates the objects of one namespace after its
+// evaluateNamespaces re-evaluates the objects of the namespaces whose
 // labels changed.
-func (a *actorState) evaluateNamespace(ns string) ([]*rows.Row, []rows.Key) {
+func (a *actorState) evaluateNamespaces(nss map[string]bool) ([]*rows.Row, []rows.Key) {
 	var ups []*rows.Row
 	var dels []rows.Key
+	names := slices.Collect(maps.Keys(nss))
 	for i := range a.cfg.Sources {
 		src := &a.cfg.Sources[i]
-		for _, obj := range src.Store.List(ns) {
+		for _, obj := range src.Store.List(names...) {
 			k := objKey{src, objectKey(obj)}
 			old := a.rows[k]
 			row := a.evaluate(k, obj)

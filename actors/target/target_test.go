@@ -32,7 +32,7 @@ func (panickyNamespaces) Namespace(name string) *unstructured.Unstructured {
 
 type listStore []*unstructured.Unstructured
 
-func (s listStore) List(string) []*unstructured.Unstructured { return s }
+func (s listStore) List(...string) []*unstructured.Unstructured { return s }
 
 type lastReport struct {
 	mu sync.Mutex
