@@ -52,10 +52,10 @@ func TestRebuiltInformerHandsOverToEverySubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(storeA.List("hand")); n != 2 {
+	if n := len(list(t, storeA, "hand")); n != 2 {
 		t.Fatalf("want 2 cached objects, got %d", n)
 	}
-	for _, o := range storeA.List("hand") {
+	for _, o := range list(t, storeA, "hand") {
 		if d, _ := o.Object["data"].(map[string]any); d["unread"] != nil {
 			t.Fatalf("the first informer keeps what nobody reads: %v", o.Object)
 		}
@@ -75,11 +75,11 @@ func TestRebuiltInformerHandsOverToEverySubscriber(t *testing.T) {
 	}
 	waitFor(t, "the first subscriber is asked to list again after the swap", func() bool { return a.count() > 0 })
 	waitFor(t, "the deleted object is gone from the first subscriber's store", func() bool {
-		objs := storeA.List("hand")
+		objs := list(t, storeA, "hand")
 		return len(objs) == 1 && objs[0].GetName() == "stays"
 	})
 	// a's store is the rebuilt cache: it now holds every field.
-	for _, o := range storeA.List("hand") {
+	for _, o := range list(t, storeA, "hand") {
 		if d, _ := o.Object["data"].(map[string]any); d["unread"] != "no" {
 			t.Errorf("the first subscriber still reads the old cache: %v", o.Object)
 		}

@@ -22,8 +22,10 @@ import (
 // Store reads the cached objects of one GVR.
 type Store interface {
 	// List decodes the cached objects of the namespaces named, or of all
-	// when none is.
-	List(namespaces ...string) []*unstructured.Unstructured
+	// when none is. Unreadable names (by key) the cached objects that could
+	// not be decoded, each also reported as an error: they exist, so a
+	// caller must not take them for gone.
+	List(namespaces ...string) (objs []*unstructured.Unstructured, unreadable []string)
 }
 
 // Manager runs the shared informers.
@@ -358,10 +360,9 @@ type entryStore struct{ e *entry }
 
 // List decodes the cached objects of the namespaces named, or of all when
 // none is, in one pass over the cache (there is no namespace index).
-func (s entryStore) List(namespaces ...string) []*unstructured.Unstructured {
+func (s entryStore) List(namespaces ...string) (out []*unstructured.Unstructured, unreadable []string) {
 	objs := s.e.current.Load().informer.GetIndexer().List()
 	var in map[string]bool
-	var out []*unstructured.Unstructured
 	if len(namespaces) == 0 {
 		out = make([]*unstructured.Unstructured, 0, len(objs))
 	} else {
@@ -378,11 +379,12 @@ func (s entryStore) List(namespaces ...string) []*unstructured.Unstructured {
 		u, err := c.decode()
 		if err != nil {
 			utilruntime.HandleError(err)
+			unreadable = append(unreadable, c.key)
 			continue
 		}
 		out = append(out, u)
 	}
-	return out
+	return out, unreadable
 }
 
 // Stop stops every informer.

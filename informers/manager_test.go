@@ -3,13 +3,15 @@ package informers_test
 import (
 	"context"
 	"errors"
-	"github.com/prometheus/client_golang/prometheus"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -65,6 +67,16 @@ func createCM(t *testing.T, ns, name string) {
 	}
 }
 
+// list lists the store and fails the test on an unreadable cache entry.
+func list(t *testing.T, s informers.Store, namespaces ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, unreadable := s.List(namespaces...)
+	if len(unreadable) > 0 {
+		t.Fatalf("unreadable cache entries %v", unreadable)
+	}
+	return objs
+}
+
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
@@ -91,7 +103,7 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 		t.Fatalf("discovery resolved %v", gvr)
 	}
 	// Scoped to inf-a while the only subscriber asks for it.
-	if got := len(store.List("inf-b")); got != 0 {
+	if got := len(list(t, store, "inf-b")); got != 0 {
 		t.Fatalf("a namespace-scoped informer cached %d objects of another namespace", got)
 	}
 	waitFor(t, "the subscriber sees inf-a/one", func() bool { _, ok := a.get("inf-a/one"); return ok })
@@ -116,26 +128,26 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the widened informer delivers inf-b/two", func() bool { _, ok := b.get("inf-b/two"); return ok })
-	if len(store.List("inf-b")) == 0 {
+	if len(list(t, store, "inf-b")) == 0 {
 		t.Error("the widened informer does not cache inf-b")
 	}
 	// Listing one namespace of a cluster-wide cache gives that namespace's
 	// objects only.
 	for _, ns := range []string{"inf-a", "inf-b"} {
-		for _, o := range store.List(ns) {
+		for _, o := range list(t, store, ns) {
 			if o.GetNamespace() != ns {
 				t.Errorf("listing %s gave %s/%s", ns, o.GetNamespace(), o.GetName())
 			}
 		}
 	}
-	all, inA, inB := len(store.List()), len(store.List("inf-a")), len(store.List("inf-b"))
+	all, inA, inB := len(list(t, store)), len(list(t, store, "inf-a")), len(list(t, store, "inf-b"))
 	if inA == 0 || all < inA+inB {
 		t.Errorf("listing every namespace gave %d objects, inf-a %d and inf-b %d", all, inA, inB)
 	}
-	if both := len(store.List("inf-a", "inf-b")); both != inA+inB {
+	if both := len(list(t, store, "inf-a", "inf-b")); both != inA+inB {
 		t.Errorf("listing inf-a and inf-b together gave %d objects, apart %d and %d", both, inA, inB)
 	}
-	for _, o := range store.List("inf-a") {
+	for _, o := range list(t, store, "inf-a") {
 		if d, _ := o.Object["data"].(map[string]any); d["unread"] != "no" {
 			t.Errorf("after a subscriber that reads everything, %s is still reduced: %v", o.GetName(), o.Object)
 		}
@@ -191,4 +203,26 @@ func TestAResyncIsCounted(t *testing.T) {
 	}
 	waitFor(t, "the subscriber sees inf-resync/one", func() bool { _, ok := r.get("inf-resync/one"); return ok })
 	waitFor(t, "two resyncs of the one object are counted", func() bool { return resyncs() >= 2 })
+}
+
+// A cache entry that cannot be decoded is named by List, not left out as
+// if the object were gone; the others are listed as before.
+func TestAnUnreadableCacheEntryIsNamedNotDropped(t *testing.T) {
+	createCM(t, "inf-corrupt", "fine")
+	createCM(t, "inf-corrupt", "bad")
+	m := newManager(t)
+	r := &recorder{seen: map[string]informers.Event{}}
+	_, store, err := m.Acquire(context.Background(), configMaps, "r", "inf-corrupt", projection.Base(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := informers.Corrupt(store, "inf-corrupt/bad"); err != nil {
+		t.Fatal(err)
+	}
+	for _, nss := range [][]string{nil, {"inf-corrupt"}} {
+		objs, unreadable := store.List(nss...)
+		if len(objs) != 1 || objs[0].GetName() != "fine" || !slices.Equal(unreadable, []string{"inf-corrupt/bad"}) {
+			t.Errorf("listing %v: want fine decoded and inf-corrupt/bad unreadable, got %d objects and %v", nss, len(objs), unreadable)
+		}
+	}
 }

@@ -50,7 +50,7 @@ var (
 
 type emptyStore struct{}
 
-func (emptyStore) List(...string) []*unstructured.Unstructured { return nil }
+func (emptyStore) List(...string) ([]*unstructured.Unstructured, []string) { return nil, nil }
 
 type noNamespaces struct{}
 

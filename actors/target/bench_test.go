@@ -22,7 +22,7 @@ import (
 
 type emptyStore struct{}
 
-func (emptyStore) List(...string) []*unstructured.Unstructured { return nil }
+func (emptyStore) List(...string) ([]*unstructured.Unstructured, []string) { return nil, nil }
 
 type noNamespaces struct{}
 

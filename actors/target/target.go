@@ -244,9 +244,13 @@ func (a *actorState) ref() messages.TargetRef {
 func (a *actorState) resync(ctx actor.Context) {
 	before := len(a.rows)
 	lists, n := make([][]*unstructured.Unstructured, len(a.cfg.Sources)), 0
-	for i, src := range a.cfg.Sources {
-		lists[i] = src.Store.List()
-		n += len(lists[i])
+	var unreadable []objKey
+	for i := range a.cfg.Sources {
+		objs, bad := a.cfg.Sources[i].Store.List()
+		lists[i], n = objs, n+len(objs)
+		for _, key := range bad {
+			unreadable = append(unreadable, objKey{&a.cfg.Sources[i], key})
+		}
 	}
 	batch := make([]outcome, 0, n)
 	for i, list := range lists {
@@ -256,9 +260,16 @@ func (a *actorState) resync(ctx actor.Context) {
 		}
 	}
 	a.evaluateAll(batch)
+	last := a.lastRows(unreadable)
 	a.rows, a.failures = make(map[objKey]*rows.Row, len(batch)), map[objKey]string{}
 	for i := range batch {
 		a.store(batch[i].k, batch[i].row, batch[i].err)
+	}
+	for i, k := range unreadable {
+		if last[i] != nil {
+			a.rows[k] = last[i]
+		}
+		a.unreadable(k)
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
 	a.listed = true
@@ -391,7 +402,11 @@ func (a *actorState) evaluateNamespaces(nss map[string]bool) ([]*rows.Row, []row
 	names := slices.Collect(maps.Keys(nss))
 	for i := range a.cfg.Sources {
 		src := &a.cfg.Sources[i]
-		for _, obj := range src.Store.List(names...) {
+		objs, bad := src.Store.List(names...)
+		for _, key := range bad {
+			a.unreadable(objKey{src, key}) // its row stays as it is
+		}
+		for _, obj := range objs {
 			k := objKey{src, objectKey(obj)}
 			old := a.rows[k]
 			row := a.evaluate(k, obj)
@@ -437,6 +452,41 @@ func (a *actorState) store(k objKey, row *rows.Row, err error) *rows.Row {
 	delete(a.failures, k)
 	a.rows[k] = row
 	return row
+}
+
+// unreadableError is the failure of an object whose cached copy could not
+// be decoded.
+const unreadableError = "its cached object could not be read; its last row is kept"
+
+// unreadable records that the cached object at k exists but could not be
+// read: it is a failure, not a delete, so the caller keeps its last row.
+func (a *actorState) unreadable(k objKey) {
+	a.failures[k] = unreadableError
+	a.lastErr = k.key + ": " + unreadableError
+}
+
+// lastRows returns the current row of each key (nil where there is none),
+// matched by kind and key: a new configuration's sources are new values,
+// so the keys' source pointers may differ from the rows'.
+func (a *actorState) lastRows(keys []objKey) []*rows.Row {
+	if len(keys) == 0 {
+		return nil
+	}
+	type at struct {
+		gvr schema.GroupVersionResource
+		key string
+	}
+	want := make(map[at]int, len(keys))
+	for i, k := range keys {
+		want[at{k.src.GVR, k.key}] = i
+	}
+	out := make([]*rows.Row, len(keys))
+	for k, r := range a.rows {
+		if i, ok := want[at{k.src.GVR, k.key}]; ok {
+			out[i] = r
+		}
+	}
+	return out
 }
 
 // row evaluates one object; a panic in selection or extraction (a bug, or
