@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"k8s.io/client-go/tools/cache"
 )
 
 func configMapJSON(i int) []byte {
@@ -98,5 +101,31 @@ func TestACorruptCacheEntryIsAnError(t *testing.T) {
 	c := &compact{key: "team-01/cm-000001", z: []byte{0xff, 0x00, 0x13}, codec: cd}
 	if _, err := c.decode(); err == nil || !strings.Contains(err.Error(), "team-01/cm-000001") {
 		t.Fatalf("got %v, want an error naming the object", err)
+	}
+}
+
+// The cache's map is keyed by each entry's own key string, not by a copy
+// the key function joined from namespace and name; the key is the same
+// as client-go's for the object.
+func TestTheCacheKeysEntriesByTheirOwnKey(t *testing.T) {
+	for _, tc := range []struct{ key, namespace string }{
+		{"team-01/cm-000001", "team-01"},
+		{"cluster-scoped", ""},
+	} {
+		idx := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})
+		c := &compact{key: tc.key}
+		if err := idx.Add(c); err != nil {
+			t.Fatal(err)
+		}
+		keys := idx.ListKeys()
+		if len(keys) != 1 || keys[0] != tc.key {
+			t.Fatalf("keys %v, want [%s]", keys, tc.key)
+		}
+		if unsafe.StringData(keys[0]) != unsafe.StringData(tc.key) {
+			t.Errorf("%s: the cache keeps a copy of the key", tc.key)
+		}
+		if ns := c.namespace(); ns != tc.namespace {
+			t.Errorf("%s: namespace %q, want %q", tc.key, ns, tc.namespace)
+		}
 	}
 }

@@ -36,8 +36,10 @@ func (d *Delta) Full() bool { return d.Prev == nil }
 func (d *Delta) Empty() bool { return len(d.Upserts) == 0 && len(d.Deletes) == 0 }
 
 // Diff computes the delta from prev (nil: unknown) to next. Unchanged rows
-// are usually the same *Row in both snapshots, so the common case costs a
-// pointer comparison per row.
+// are usually the same *Row in both snapshots, and snapshots built by
+// NewSnapshot are in canonical order, so the common case walks both once
+// at a pointer comparison per row, hashing nothing. Snapshots built by
+// hand are matched by key.
 func Diff(prev, next *Snapshot) *Delta {
 	d := &Delta{Prev: prev, Next: next}
 	if next == nil {
@@ -48,11 +50,83 @@ func Diff(prev, next *Snapshot) *Delta {
 		d.Replaced = make([]*Row, len(next.Rows))
 		return d
 	}
-	old := make(map[Key]*Row, len(prev.Rows))
-	for _, r := range prev.Rows {
+	if prev.ordered && next.ordered {
+		d.walk(prev.Rows, next.Rows)
+	} else {
+		d.match(prev.Rows, next.Rows)
+	}
+	return d
+}
+
+// walk diffs two snapshots in canonical order in one pass. Rows in the
+// same place with the same order fields have the same key. A row that
+// moved (its key kept, an order field such as the version changed) shows
+// up as one that left and one that arrived; those few are paired by key
+// afterwards, so it is an upsert replacing the old row, never a delete of
+// its key.
+func (d *Delta) walk(prev, next []*Row) {
+	var left []*Row // prev rows not found in place, in prev's order
+	var came []int  // indexes in Upserts of next rows not found in place
+	upsert := func(r, old *Row) {
+		d.Upserts, d.Replaced = append(d.Upserts, r), append(d.Replaced, old)
+	}
+	i, j := 0, 0
+	for i < len(prev) || j < len(next) {
+		switch {
+		case i == len(prev):
+			came = append(came, len(d.Upserts))
+			upsert(next[j], nil)
+			j++
+		case j == len(next):
+			left = append(left, prev[i])
+			i++
+		case prev[i] == next[j]:
+			i, j = i+1, j+1
+		default:
+			switch c := Compare(prev[i], next[j]); {
+			case c == 0:
+				if !next[j].Equal(prev[i]) {
+					upsert(next[j], prev[i])
+				}
+				i, j = i+1, j+1
+			case c < 0:
+				left = append(left, prev[i])
+				i++
+			default:
+				came = append(came, len(d.Upserts))
+				upsert(next[j], nil)
+				j++
+			}
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	if len(came) > 0 {
+		at := make(map[Key]int, len(left))
+		for k, r := range left {
+			at[r.Key()] = k
+		}
+		for _, u := range came {
+			if k, ok := at[d.Upserts[u].Key()]; ok {
+				d.Replaced[u], left[k] = left[k], nil
+			}
+		}
+	}
+	for _, r := range left {
+		if r != nil {
+			d.Deletes = append(d.Deletes, r)
+		}
+	}
+}
+
+// match diffs two snapshots whatever their order, by key.
+func (d *Delta) match(prev, next []*Row) {
+	old := make(map[Key]*Row, len(prev))
+	for _, r := range prev {
 		old[r.Key()] = r
 	}
-	for _, r := range next.Rows {
+	for _, r := range next {
 		k := r.Key()
 		o, ok := old[k]
 		if ok {
@@ -65,13 +139,12 @@ func Diff(prev, next *Snapshot) *Delta {
 		d.Replaced = append(d.Replaced, o)
 	}
 	if len(old) > 0 {
-		for _, r := range prev.Rows { // keep canonical order
+		for _, r := range prev { // keep canonical order
 			if _, gone := old[r.Key()]; gone {
 				d.Deletes = append(d.Deletes, r)
 			}
 		}
 	}
-	return d
 }
 
 // Sum is the lower-case hex SHA-256 of the row's canonical JSON: a content

@@ -34,6 +34,7 @@ func TestDiff(t *testing.T) {
 	snap := func(rs ...*rows.Row) *rows.Snapshot {
 		return rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "inv"}, slices.Clone(rs), time.Unix(0, 0))
 	}
+	byHand := func(rs ...*rows.Row) *rows.Snapshot { return &rows.Snapshot{Rows: rs} } // in no particular order
 	for _, tc := range []struct {
 		name             string
 		prev, next       *rows.Snapshot
@@ -48,6 +49,8 @@ func TestDiff(t *testing.T) {
 		{name: "a missing row is a delete", prev: snap(a1, b1, c1), next: snap(a1, c1), deletes: []string{"t/b"}},
 		{name: "everything deleted", prev: snap(a1, b1), next: snap(), deletes: []string{"t/a", "t/b"}},
 		{name: "the same object under another target is another row", prev: snap(a1), next: snap(aOther), upserts: []string{"other/a"}, deletes: []string{"t/a"}},
+		{name: "snapshots built by hand, out of order", prev: byHand(c1, b1, a1), next: byHand(a2, c1), upserts: []string{"t/a"}, deletes: []string{"t/b"}, replaced: true},
+		{name: "snapshots built by hand, in two orders", prev: byHand(b1, a1), next: byHand(a1, b1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := rows.Diff(tc.prev, tc.next)

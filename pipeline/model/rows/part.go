@@ -89,7 +89,7 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 	for i, g := range groups {
 		rs := slices.Clone(g)
 		slices.SortFunc(rs, Compare)
-		parts[i] = &Part{Snapshot: &Snapshot{Inventory: s.Inventory, Rows: rs, Checksum: Checksum(rs), ExportedAt: s.ExportedAt},
+		parts[i] = &Part{Snapshot: &Snapshot{Inventory: s.Inventory, Rows: rs, Checksum: Checksum(rs), ExportedAt: s.ExportedAt, ordered: true},
 			Index: i + 1, Total: len(groups)}
 	}
 	return parts, nil

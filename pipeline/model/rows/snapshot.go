@@ -24,6 +24,8 @@ type Snapshot struct {
 	Rows       []*Row
 	Checksum   string
 	ExportedAt time.Time
+
+	ordered bool // built here: Rows are in canonical order (Diff walks them)
 }
 
 // NewSnapshot orders rows canonically and computes the checksum. It takes
@@ -32,7 +34,7 @@ func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
 	if !slices.IsSortedFunc(rs, Compare) { // callers that keep rows in order pay one pass
 		slices.SortFunc(rs, Compare)
 	}
-	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC()}
+	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC(), ordered: true}
 }
 
 // Compare orders rows canonically; it equals comparing SortKey values
