@@ -16,8 +16,13 @@ type rowSet struct {
 	rows index
 	refs map[messages.TargetRef]*messages.TargetRef // one pointer per target, for held.from
 
-	sorted  []*rows.Row       // canonical order at the last list; never modified (snapshots share it)
-	touched map[rows.Key]bool // keys upserted or deleted since
+	sorted []*rows.Row // canonical order at the last list; never modified (snapshots share it)
+	// The changes since, by row rather than by key (a pointer hashes in a
+	// fraction of the time a key's three strings take): left are rows
+	// replaced or deleted, came the rows put, some since replaced or
+	// deleted in turn, some more than once.
+	left map[*rows.Row]bool
+	came []*rows.Row
 }
 
 type held struct {
@@ -26,7 +31,7 @@ type held struct {
 }
 
 func newRowSet() *rowSet {
-	return &rowSet{rows: index{}, refs: map[messages.TargetRef]*messages.TargetRef{}, touched: map[rows.Key]bool{}}
+	return &rowSet{rows: index{}, refs: map[messages.TargetRef]*messages.TargetRef{}, left: map[*rows.Row]bool{}}
 }
 
 // index holds rows by key: by the target part of the key (few), then by
@@ -122,22 +127,27 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 		s.rows.each(func(k rows.Key, h held) {
 			if h.from == from && !incoming[k] {
 				s.rows.del(k)
-				s.touched[k], changed = true, true
+				s.left[h.row], changed = true, true
 			}
 		})
 	}
 	for _, k := range m.Deletes {
 		if h, ok := s.rows.get(k); ok && h.from == from {
 			s.rows.del(k)
-			s.touched[k], changed = true, true
+			s.left[h.row], changed = true, true
 		}
 	}
 	for _, r := range m.Upserts {
 		k := r.Key()
-		if old, ok := s.rows.get(k); !ok || old.from != from || !old.row.Equal(r) {
-			s.rows.put(k, held{row: r, from: from}, size)
-			s.touched[k], changed = true, true
+		old, ok := s.rows.get(k)
+		if ok && old.from == from && old.row.Equal(r) {
+			continue
 		}
+		if ok {
+			s.left[old.row] = true
+		}
+		s.rows.put(k, held{row: r, from: from}, size)
+		s.came, changed = append(s.came, r), true
 	}
 	return changed
 }
@@ -153,7 +163,7 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 	s.rows.each(func(k rows.Key, h held) {
 		if h.from == from {
 			s.rows.del(k)
-			s.touched[k], dropped = true, true
+			s.left[h.row], dropped = true, true
 		}
 	})
 	return dropped
@@ -164,36 +174,38 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 // is the caller's to share, never to modify.
 func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 	if dedupeByUID {
-		s.sorted, s.touched = nil, map[rows.Key]bool{} // the order kept is for the plain list
+		s.forget(nil) // the order kept is for the plain list
 		return s.deduped()
 	}
 	n := s.rows.len()
-	if s.sorted == nil || len(s.touched) > n/2 {
+	if s.sorted == nil || len(s.left)+len(s.came) > n/2 {
 		out := make([]*rows.Row, 0, n)
 		s.rows.each(func(_ rows.Key, h held) { out = append(out, h.row) })
 		slices.SortFunc(out, rows.Compare)
-		s.sorted, s.touched = out, map[rows.Key]bool{}
+		s.forget(out)
 		return out
 	}
-	// Rows untouched since the last list keep their place; a touched row
-	// whose order fields are unchanged takes its old place (and leaves the
-	// touched set); the rest are sorted and merged in.
+	// Rows that did not leave since the last list keep their place; a row
+	// that left for one with the same order fields gives it its place; the
+	// rest of those that came, and are still held, are sorted and merged
+	// in.
 	kept := make([]*rows.Row, 0, n)
+	placed := map[*rows.Row]bool{}
 	for _, r := range s.sorted {
-		k := r.Key()
-		if !s.touched[k] {
+		if !s.left[r] {
 			kept = append(kept, r)
 			continue
 		}
-		if cur, _ := s.rows.get(k); cur.row != nil && rows.Compare(cur.row, r) == 0 {
+		if cur, _ := s.rows.get(r.Key()); cur.row != nil && !placed[cur.row] && rows.Compare(cur.row, r) == 0 {
 			kept = append(kept, cur.row)
-			delete(s.touched, k)
+			placed[cur.row] = true
 		}
 	}
 	var added []*rows.Row
-	for k := range s.touched {
-		if cur, _ := s.rows.get(k); cur.row != nil {
-			added = append(added, cur.row)
+	for _, r := range s.came {
+		if cur, _ := s.rows.get(r.Key()); cur.row == r && !placed[r] {
+			added = append(added, r)
+			placed[r] = true
 		}
 	}
 	slices.SortFunc(added, rows.Compare)
@@ -209,8 +221,13 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		}
 	}
 	out = append(append(out, kept[i:]...), added[j:]...)
-	s.sorted, s.touched = out, map[rows.Key]bool{}
+	s.forget(out)
 	return out
+}
+
+// forget records sorted as the last list's order, with no change since.
+func (s *rowSet) forget(sorted []*rows.Row) {
+	s.sorted, s.left, s.came = sorted, map[*rows.Row]bool{}, nil
 }
 
 func (s *rowSet) deduped() []*rows.Row {

@@ -292,6 +292,13 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Conflicts, 0, class)
 		a.slot.Unsure = true
 		res.RetryAfter = a.breaker.Failure()
+		if a.breaker.Failures() == 1 {
+			// The first failure after a success: one line a streak (the
+			// circuit's transitions tell the rest), with the error, which
+			// the backend has already stripped of credentials.
+			ctx.Logger().Warn("sink export failed: retrying", "inventory", a.cfg.Inventory, "binding", a.cfg.Key,
+				"class", class, "retryIn", res.RetryAfter.String(), "error", d.err.Error())
+		}
 		a.circuitChanged(ctx, d.err, res.RetryAfter)
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.breaker.Failures())
 		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})

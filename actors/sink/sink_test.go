@@ -263,6 +263,18 @@ func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 }
 func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logLines) WithGroup(string) slog.Handler      { return l }
+func (l *logLines) matching(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.lines {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
 func (l *logLines) circuit() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -303,6 +315,9 @@ func TestEachCircuitTransitionIsLoggedOnce(t *testing.T) {
 	}
 	be.setDown(false)
 	for r := next(t, results); r.Err != nil; r = next(t, results) {
+	}
+	if failed := logs.matching("sink export failed: retrying"); failed != 1 {
+		t.Errorf("the failure streak was logged %d times, want once", failed)
 	}
 	got := strings.Join(logs.circuit(), " ")
 	// opened once, then half-open/opened per failed probe, one close: never

@@ -41,14 +41,20 @@ type NamespaceLookup func(name string) *unstructured.Unstructured
 // the target does not select the object, and an error when a required
 // attribute fails.
 func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, namespaces NamespaceLookup) (*rows.Row, error) {
+	// The identity is read once, as GetNamespace, GetName and GetUID read
+	// it (a string or nothing); each of those walks the maps again.
+	md, _ := obj.Object["metadata"].(map[string]any)
+	objNS, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	uid, _ := md["uid"].(string)
 	// Cluster-scoped objects are tested as if they lived in "default"
 	// (SEMANTICS §2.2); their rows keep an empty namespace.
-	ns := obj.GetNamespace()
+	ns := objNS
 	if ns == "" {
 		ns = "default"
 	}
 	info := selection.NamespaceOf(ns, namespaces(ns))
-	if !e.Selection.Matches(gvk, obj.GetName(), selection.MetadataMap(obj, "labels"), &info, obj.Object) {
+	if !e.Selection.Matches(gvk, name, selection.MetadataMap(obj, "labels"), &info, obj.Object) {
 		return nil, nil
 	}
 	attrs, err := e.Extractor.Extract(obj.Object)
@@ -61,13 +67,13 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	}
 	targetNS := e.TargetNamespace
 	if e.PerNamespace {
-		targetNS = obj.GetNamespace()
+		targetNS = objNS
 	}
 	row, err := rows.New(rows.Row{
 		TargetNamespace: targetNS, TargetName: e.TargetName,
-		Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Namespace: objNS, Name: name,
 		Group: rowGVK.Group, Version: rowGVK.Version, Kind: rowGVK.Kind,
-		UID: string(obj.GetUID()), Attributes: attrs,
+		UID: uid, Attributes: attrs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("row: %w", err)
