@@ -72,6 +72,20 @@ func Whole(s Snapshot) Backend { return whole{s} }
 
 type whole struct{ s Snapshot }
 
+// WantsParts reports whether the backend's export of snap depends on how
+// the binding's ceiling splits it: not when the backend takes no parts,
+// nor when it says it writes snap as a file per row (a tree layout).
+// Splitting a snapshot sorts and hashes every row again, each export.
+func (w whole) WantsParts(snap *rows.Snapshot) bool {
+	if _, ok := w.s.(Parted); !ok {
+		return false
+	}
+	if pw, ok := w.s.(interface{ WantsParts(*rows.Snapshot) bool }); ok {
+		return pw.WantsParts(snap)
+	}
+	return true
+}
+
 func (w whole) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
 	if p, ok := w.s.(Parted); ok && len(d.Parts) > 1 {
 		ack, err := p.ExportParts(ctx, d.Next, d.Parts)

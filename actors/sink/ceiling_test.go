@@ -29,6 +29,12 @@ func (b *partsBackend) ExportParts(_ context.Context, snap *rows.Snapshot, parts
 	return sinks.Ack{Changed: true}, nil
 }
 
+// treeBackend writes a file per row: parts would not change what it
+// writes.
+type treeBackend struct{ partsBackend }
+
+func (*treeBackend) WantsParts(*rows.Snapshot) bool { return false }
+
 // rowsBackend is a backend of rows (a database): it stores deltas.
 type rowsBackend struct{ calls int }
 
@@ -74,6 +80,22 @@ func TestTheCeilingOfABinding(t *testing.T) {
 		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 10, 400)})
 		if r := <-results; r.Err != nil || r.Ack.Parts != 1 {
 			t.Fatalf("export: %d parts, %v", r.Ack.Parts, r.Err)
+		}
+	})
+	t.Run("a backend writing a file per row gets no parts", func(t *testing.T) {
+		b := &treeBackend{}
+		sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(b), MaxBytes: 2000, Partitioned: true})
+		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 10, 400)})
+		if r := <-results; r.Err != nil || r.Ack.Parts != 1 {
+			t.Fatalf("export: %d parts, %v", r.Ack.Parts, r.Err)
+		}
+		if len(b.parts) != 1 || b.parts[0] != 0 {
+			t.Errorf("the backend got %v parts, want the whole snapshot alone", b.parts)
+		}
+		// A row too large for the ceiling still fails it.
+		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 3, 5000)})
+		if r := <-results; r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "single item export envelope exceeds maxExportBytes (2000)") {
+			t.Fatalf("want a permanent error naming the row, got %v", r.Err)
 		}
 	})
 	for _, tc := range []struct {

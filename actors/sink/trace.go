@@ -43,16 +43,27 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 	return ack, err
 }
 
+// partsWanter is a backend that says whether an export of snap depends on
+// its parts (sinks.Whole).
+type partsWanter interface {
+	WantsParts(snap *rows.Snapshot) bool
+}
+
 // ceiling applies the binding's size ceiling: a snapshot binding's export
-// is split into parts; for other bindings, whose unit is a row, only the
-// rows they will write are checked. A row too large for the ceiling fails
-// the export for good.
+// is split into parts when its backend writes parts; for other bindings,
+// and a snapshot a backend writes as a file per row, the unit is a row, and
+// only the rows they will write are checked. A row too large for the
+// ceiling fails the export for good.
 func ceiling(cfg Config, d *rows.Delta) error {
 	if cfg.MaxBytes <= 0 {
 		return nil
 	}
+	split := cfg.Partitioned
+	if pw, ok := cfg.Backend.(partsWanter); ok && split {
+		split = pw.WantsParts(d.Next)
+	}
 	var err error
-	if cfg.Partitioned {
+	if split {
 		d.Parts, err = rows.Partition(d.Next, cfg.MaxBytes)
 	} else {
 		err = rows.CheckItems(d.Next, d.Upserts, cfg.MaxBytes)

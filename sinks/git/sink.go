@@ -224,6 +224,13 @@ const (
 
 var _ sinks.Parted = (*Sink)(nil)
 
+// WantsParts reports whether the export of snap depends on its parts: a
+// file per row (perResource, set or detected) is the same files however
+// the binding's ceiling would split the snapshot; documents are split.
+func (s *Sink) WantsParts(snap *rows.Snapshot) bool {
+	return s.cfg.Layout.resolve(snap).Mode != "perResource"
+}
+
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.stage = newStage(s.repo.Storer)
 	defer func() { s.stage = nil }() // what a failed export wrote goes with it

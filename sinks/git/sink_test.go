@@ -313,3 +313,34 @@ func TestLayoutPathsStayOutOfGitAndCIFolders(t *testing.T) {
 		}
 	}
 }
+
+// Only a document layout's export depends on how a ceiling splits the
+// snapshot; a file per row, set or detected from a Resource-export
+// profile, is the same files whatever the parts.
+func TestOnlyDocumentsWantParts(t *testing.T) {
+	plain := row(t, "a", "x:1")
+	manifest, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "apps", Name: "api", Group: "apps", Version: "v1",
+		Kind: "Deployment", UID: "u", Attributes: rows.AttributesOf(map[string]any{"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		layout git.Layout
+		row    *rows.Row
+		want   bool
+	}{
+		{"document", git.Layout{}, plain, true},
+		{"perResource", git.Layout{Mode: "perResource"}, plain, false},
+		{"split index", git.Layout{Mode: "perResource", Index: true}, plain, false},
+		{"manifests detected", git.Layout{}, manifest, false},
+	} {
+		s, err := git.New(git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: tc.layout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.WantsParts(snap(tc.row)); got != tc.want {
+			t.Errorf("%s: wants parts %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
