@@ -41,8 +41,7 @@ func (t *table) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 // the snapshot it acknowledged and sends the next delta from there.
 func ExampleBackend() {
 	row := func(name, image string) *rows.Row {
-		r, _ := rows.New(rows.Row{TargetNamespace: "shop", TargetName: "deployments", Namespace: "shop", Name: name,
-			Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: name, UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		return r
 	}
 	id := rows.Identity{Namespace: "shop", Name: "inventory", Generation: 1}

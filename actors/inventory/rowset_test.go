@@ -19,8 +19,7 @@ func TestRowSet(t *testing.T) {
 	// namespace ta's keys.
 	cluster := messages.TargetRef{Kind: "KollectClusterTarget", Name: "a"}
 	row := func(target messages.TargetRef, name, image string) *rows.Row {
-		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: "apps", Name: name,
-			Version: "v1", Kind: "Pod", UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: target.Namespace, TargetName: target.Name, Version: "v1", Kind: "Pod"}, Namespace: "apps", Name: name, UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,8 +116,8 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 		if old := sent[target]; len(old) > 0 && rng.IntN(5) == 0 {
 			return old[rng.IntN(len(old))]
 		}
-		r, err := rows.New(rows.Row{TargetNamespace: target.Namespace, TargetName: target.Name, Namespace: fmt.Sprintf("ns-%d", i%7),
-			Name: fmt.Sprintf("%s-%03d", []string{"obj", "alt"}[rng.IntN(2)], i), Version: fmt.Sprintf("v%d", 1+rng.IntN(2)), Kind: "Pod", UID: fmt.Sprintf("uid-%03d", i),
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: target.Namespace, TargetName: target.Name, Version: fmt.Sprintf("v%d", 1+rng.IntN(2)), Kind: "Pod"}, Namespace: fmt.Sprintf("ns-%d", i%7),
+			Name: fmt.Sprintf("%s-%03d", []string{"obj", "alt"}[rng.IntN(2)], i), UID: fmt.Sprintf("uid-%03d", i),
 			Attributes: rows.AttributesOf(map[string]any{"v": int64(v)})})
 		if err != nil {
 			t.Fatal(err)

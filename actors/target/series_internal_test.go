@@ -12,7 +12,7 @@ func seriesRows(t *testing.T, attrs ...map[string]any) map[objKey]*rows.Row {
 	t.Helper()
 	out := map[objKey]*rows.Row{}
 	for i, a := range attrs {
-		r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: fmt.Sprint(i), Version: "v1", Kind: "Deployment",
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "Deployment"}, Namespace: "ns", Name: fmt.Sprint(i),
 			UID: fmt.Sprint(i), Attributes: rows.AttributesOf(a)})
 		if err != nil {
 			t.Fatal(err)

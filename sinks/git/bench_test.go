@@ -23,8 +23,8 @@ func benchRows(b *testing.B, n int, image string, changed int) []*rows.Row {
 		if i < changed {
 			img = image
 		}
-		r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: fmt.Sprintf("ns-%d", i%50),
-			Name: fmt.Sprintf("cm-%05d", i), Version: "v1", Kind: "ConfigMap", UID: fmt.Sprintf("u%05d", i),
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("ns-%d", i%50),
+			Name: fmt.Sprintf("cm-%05d", i), UID: fmt.Sprintf("u%05d", i),
 			Attributes: rows.AttributesOf(map[string]any{"image": img, "replicas": i % 9})})
 		if err != nil {
 			b.Fatal(err)
@@ -159,8 +159,8 @@ func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 				version++
 				next := append([]*rows.Row(nil), base[100:]...)
 				for j := 0; j < 100; j++ {
-					r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: fmt.Sprintf("ns-%d", j%50),
-						Name: fmt.Sprintf("new-%05d-%03d", version, j), Version: "v1", Kind: "ConfigMap", UID: fmt.Sprintf("n%05d-%03d", version, j),
+					r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("ns-%d", j%50),
+						Name: fmt.Sprintf("new-%05d-%03d", version, j), UID: fmt.Sprintf("n%05d-%03d", version, j),
 						Attributes: rows.AttributesOf(map[string]any{"image": "app:1", "replicas": j % 9})})
 					if err != nil {
 						b.Fatal(err)

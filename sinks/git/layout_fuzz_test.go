@@ -18,7 +18,7 @@ func FuzzLayoutPaths(f *testing.F) {
 	f.Add("{uid}/.{sourceName}", ".", "...", "", "./{namespace}/./x")
 	f.Fuzz(func(t *testing.T, itemTmpl, ns, name, kind, docTmpl string) {
 		l := Layout{Mode: "perResource", ItemPath: itemTmpl, DocumentPath: docTmpl}
-		r, err := rows.New(rows.Row{TargetNamespace: ns, TargetName: name, Namespace: ns, Name: name, Kind: kind, Version: "v1", UID: name})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: ns, TargetName: name, Kind: kind, Version: "v1"}, Namespace: ns, Name: name, UID: name})
 		if err != nil {
 			return
 		}

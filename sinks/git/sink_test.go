@@ -45,8 +45,7 @@ func remote(t *testing.T) string {
 
 func row(t *testing.T, name, image string) *rows.Row {
 	t.Helper()
-	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "shop", Namespace: "demo", Name: name,
-		Group: "apps", Version: "v1", Kind: "Deployment", UID: "uid-" + name,
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: name, UID: "uid-" + name,
 		Attributes: rows.AttributesOf(map[string]any{"image": image, "replicas": 2})})
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +213,8 @@ func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "apps", Name: "api", Group: "apps", Version: "v1",
-		Kind: "Deployment", UID: "u", Attributes: rows.AttributesOf(map[string]any{"containerCount": 1,
-			"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u", Attributes: rows.AttributesOf(map[string]any{"containerCount": 1,
+		"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,8 +317,7 @@ func TestLayoutPathsStayOutOfGitAndCIFolders(t *testing.T) {
 // profile, is the same files whatever the parts.
 func TestOnlyDocumentsWantParts(t *testing.T) {
 	plain := row(t, "a", "x:1")
-	manifest, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "apps", Name: "api", Group: "apps", Version: "v1",
-		Kind: "Deployment", UID: "u", Attributes: rows.AttributesOf(map[string]any{"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}})})
+	manifest, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u", Attributes: rows.AttributesOf(map[string]any{"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}})})
 	if err != nil {
 		t.Fatal(err)
 	}

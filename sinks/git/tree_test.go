@@ -182,7 +182,7 @@ func TestATreeEditWritesWhatGitWrites(t *testing.T) {
 
 func TestPairFindsWhatStayedLeftAndArrived(t *testing.T) {
 	mk := func(name, image string) *rows.Row {
-		r, err := rows.New(rows.Row{Namespace: "ns", Name: name, Version: "v1", Kind: "ConfigMap", UID: name,
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: name,
 			Attributes: rows.AttributesOf(map[string]any{"image": image})})
 		if err != nil {
 			t.Fatal(err)

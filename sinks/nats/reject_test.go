@@ -24,7 +24,7 @@ func TestAMessageOverTheServerLimitIsSetAside(t *testing.T) {
 	defer s.Close()
 	id := rows.Identity{Namespace: "default", Name: "inv"}
 	rs := sinktest.Rows(5, "1")
-	big, err := rows.New(rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "default", Name: "huge", Version: "v1", Kind: "ConfigMap",
+	big, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "default", Name: "huge",
 		UID: "uid-huge", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 8000)})})
 	if err != nil {
 		t.Fatal(err)

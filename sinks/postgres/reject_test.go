@@ -13,7 +13,7 @@ import (
 
 func row(t *testing.T, name, value string) *rows.Row {
 	t.Helper()
-	r, err := rows.New(rows.Row{TargetNamespace: "ns", TargetName: "t", Namespace: "ns", Name: name, Version: "v1", Kind: "ConfigMap", UID: "uid-" + name,
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: "uid-" + name,
 		Attributes: rows.AttributesOf(map[string]any{"value": value})})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,28 @@ type Evaluator struct {
 	ProfileGVK   schema.GroupVersionKind
 	Selection    *selection.Target
 	Extractor    *extract.Extractor
+
+	// origins are the rows' shared parts, one per target namespace and
+	// kind (a per-namespace target has one per namespace); Row runs on
+	// several workers at once.
+	origins sync.Map // originKey → *rows.Origin
+}
+
+type originKey struct {
+	targetNamespace string
+	gvk             schema.GroupVersionKind
+}
+
+// origin returns the Origin of rows of gvk for targetNamespace, the same
+// one every time.
+func (e *Evaluator) origin(targetNamespace string, gvk schema.GroupVersionKind) *rows.Origin {
+	k := originKey{targetNamespace, gvk}
+	if o, ok := e.origins.Load(k); ok {
+		return o.(*rows.Origin)
+	}
+	o, _ := e.origins.LoadOrStore(k, &rows.Origin{TargetNamespace: targetNamespace, TargetName: e.TargetName,
+		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
+	return o.(*rows.Origin)
 }
 
 // Reads is the part of an object Row reads: identity and selection
@@ -69,12 +92,7 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	if e.PerNamespace {
 		targetNS = objNS
 	}
-	row, err := rows.New(rows.Row{
-		TargetNamespace: targetNS, TargetName: e.TargetName,
-		Namespace: objNS, Name: name,
-		Group: rowGVK.Group, Version: rowGVK.Version, Kind: rowGVK.Kind,
-		UID: uid, Attributes: attrs,
-	})
+	row, err := rows.New(rows.Row{Origin: e.origin(targetNS, rowGVK), Namespace: objNS, Name: name, UID: uid, Attributes: attrs})
 	if err != nil {
 		return nil, fmt.Errorf("row: %w", err)
 	}

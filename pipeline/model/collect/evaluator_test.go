@@ -8,6 +8,7 @@ import (
 
 	"kollect.dev/kollect/pipeline/model/collect"
 	"kollect.dev/kollect/pipeline/model/extract"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/pipeline/model/selection"
 )
 
@@ -62,5 +63,31 @@ func TestRowReadsTheObjectsIdentity(t *testing.T) {
 				t.Errorf("row identity differs from unstructured's getters")
 			}
 		})
+	}
+}
+
+// Rows of one target and kind share one Origin; a per-namespace target's
+// rows of another namespace have their own.
+func TestRowsShareTheirOrigin(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	ex, err := extract.Compile(nil, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &collect.Evaluator{TargetNamespace: "team", TargetName: "t", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}
+	row := func(ns, name string) *rows.Row {
+		r, err := e.Row(gvk, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": name, "uid": ns + name}}},
+			func(string) *unstructured.Unstructured { return nil })
+		if err != nil || r == nil {
+			t.Fatalf("row %s/%s: %v", ns, name, err)
+		}
+		return r
+	}
+	a, b, c := row("shop", "a"), row("shop", "b"), row("cart", "c")
+	if a.Origin != b.Origin {
+		t.Error("two rows of one namespace have their own Origin")
+	}
+	if a.Origin == c.Origin || c.TargetNamespace != "cart" || a.TargetNamespace != "shop" {
+		t.Errorf("rows of two namespaces: origins %p %p, target namespaces %s %s", a.Origin, c.Origin, a.TargetNamespace, c.TargetNamespace)
 	}
 }

@@ -153,6 +153,6 @@ func (r *Row) Sum() string {
 	if r == nil {
 		return ""
 	}
-	s := sha256.Sum256(r.raw)
+	s := sha256.Sum256(r.JSON())
 	return hex.EncodeToString(s[:])
 }

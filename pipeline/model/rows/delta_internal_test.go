@@ -16,8 +16,7 @@ func TestDiffWalkAgreesWithMatchingByKey(t *testing.T) {
 	for seed := range uint64(500) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		build := func(target, name, uid, version, value string) *Row {
-			r, err := New(Row{TargetNamespace: "ns", TargetName: target, Namespace: "app", Name: name, UID: uid,
-				Version: version, Kind: "ConfigMap", Attributes: Attributes{{Name: "v", Value: value}}})
+			r, err := New(Row{Origin: &Origin{TargetNamespace: "ns", TargetName: target, Version: version, Kind: "ConfigMap"}, Namespace: "app", Name: name, UID: uid, Attributes: Attributes{{Name: "v", Value: value}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,8 +79,8 @@ func BenchmarkDiff(b *testing.B) {
 	id := Identity{Namespace: "ns", Name: "inv"}
 	var prev []*Row
 	for i := range 100_000 {
-		r, err := New(Row{TargetNamespace: "ns", TargetName: "t", Namespace: fmt.Sprintf("team-%02d", i%20), Name: fmt.Sprintf("cm-%06d", i),
-			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7), Version: "v1", Kind: "ConfigMap", Attributes: Attributes{{Name: "v", Value: "x"}}})
+		r, err := New(Row{Origin: &Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("team-%02d", i%20), Name: fmt.Sprintf("cm-%06d", i),
+			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7), Attributes: Attributes{{Name: "v", Value: "x"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

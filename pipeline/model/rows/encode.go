@@ -1,12 +1,10 @@
 package rows
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // spans are where the JSON holds the characters of a row's per-object
@@ -18,7 +16,7 @@ type spans struct{ namespace, name, uid int }
 // the struct (compact, attribute keys sorted, HTML characters escaped),
 // without reflection for the common values (strings, integers, booleans,
 // null). Anything else goes through encoding/json.
-func encode(r *Row) ([]byte, spans, error) {
+func encode(r *Row) (string, spans, error) {
 	// Built in a pooled scratch buffer and copied out at its exact size:
 	// rows live as long as their objects, so spare capacity would be kept.
 	scratch := scratchPool.Get().(*[]byte)
@@ -50,11 +48,11 @@ func encode(r *Row) ([]byte, spans, error) {
 	} else {
 		var err error
 		if b, err = appendAttributes(b, r.Attributes); err != nil {
-			return nil, spans{}, err
+			return "", spans{}, err
 		}
 	}
 	b = append(b, '}')
-	return bytes.Clone(b), at, nil
+	return string(b), at, nil
 }
 
 // appendSpan appends s quoted and returns where its characters start in
@@ -69,13 +67,12 @@ func appendSpan(b []byte, s string) ([]byte, int) {
 }
 
 // within returns s as the span of raw at which it was written: the same
-// characters, kept by raw instead of a string of their own. raw is never
-// modified (JSON's contract), so the string is as immutable as any.
-func within(raw []byte, at int, s string) string {
+// characters, kept by raw instead of a string of their own.
+func within(raw string, at int, s string) string {
 	if at < 0 || s == "" {
 		return s
 	}
-	return unsafe.String(&raw[at], len(s))
+	return raw[at : at+len(s)]
 }
 
 var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

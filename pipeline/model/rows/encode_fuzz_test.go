@@ -17,7 +17,7 @@ func FuzzEncodeIsEncodingJSON(f *testing.F) {
 		if json.Unmarshal([]byte(attrs), &a) != nil {
 			return
 		}
-		r := Row{TargetNamespace: ns, TargetName: name, Namespace: ns, Name: name, Version: "v1", Kind: "K", UID: name, Attributes: AttributesOf(a)}
+		r := Row{Origin: &Origin{TargetNamespace: ns, TargetName: name, Version: "v1", Kind: "K"}, Namespace: ns, Name: name, UID: name, Attributes: AttributesOf(a)}
 		want, err := json.Marshal(r)
 		if err != nil {
 			return

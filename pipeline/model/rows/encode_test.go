@@ -6,43 +6,73 @@ import (
 	"unsafe"
 )
 
+// upstreamRow is upstream's row struct: encoding/json writes the
+// canonical JSON for it.
+type upstreamRow struct {
+	TargetNamespace string     `json:"targetNamespace"`
+	TargetName      string     `json:"targetName"`
+	Namespace       string     `json:"namespace"`
+	Name            string     `json:"name"`
+	Group           string     `json:"group,omitempty"`
+	Version         string     `json:"version"`
+	Kind            string     `json:"kind"`
+	UID             string     `json:"uid"`
+	Attributes      Attributes `json:"attributes"`
+}
+
 // TestEncodeIsEncodingJSON: the hand-written encoder writes byte for byte
-// what encoding/json writes for the row struct, for plain and awkward
-// strings and every kind of attribute value.
+// what encoding/json writes for upstream's row struct, for plain and
+// awkward strings and every kind of attribute value; so does marshalling a
+// row, built or not.
 func TestEncodeIsEncodingJSON(t *testing.T) {
 	awkward := []string{"", "plain", `quo"te`, `back\slash`, "<b>&amp;</b>", "tab\there", "new\nline", "nul\x00",
 		"ünïcödé", "emoji 🚀", "line sep \u2028 para \u2029", "bad utf8 \xff\xfe", "\x7f"}
 	values := []any{nil, true, false, int64(-42), int64(1) << 62, 7, int32(3), 1.5, 1e21, 0.000001, float64(3),
 		"text", []any{"a", int64(1), nil}, map[string]any{"z": int64(1), "a": []any{map[string]any{"k": "<v>"}}},
 		[]string{"x"}, map[string]string{"b": "c"}}
-	cases := []Row{
+	cases := []upstreamRow{
 		{TargetNamespace: "default", TargetName: "t", Namespace: "ns", Name: "n", Version: "v1", Kind: "ConfigMap", UID: "u"},
 		{TargetNamespace: "default", TargetName: "t", Namespace: "", Name: "n", Group: "apps", Version: "v1", Kind: "Deployment", UID: "u",
 			Attributes: AttributesOf(map[string]any{})},
 	}
 	for i, s := range awkward {
-		cases = append(cases, Row{TargetNamespace: s, TargetName: s, Namespace: s, Name: s, Group: s, Version: s, Kind: s, UID: s,
+		cases = append(cases, upstreamRow{TargetNamespace: s, TargetName: s, Namespace: s, Name: s, Group: s, Version: s, Kind: s, UID: s,
 			Attributes: AttributesOf(map[string]any{s: s, "v": values[i%len(values)]})})
 	}
 	attrs := map[string]any{}
 	for i, v := range values {
 		attrs[string(rune('a'+i))] = v
 	}
-	cases = append(cases, Row{Name: "all-values", Attributes: AttributesOf(attrs)})
-	for _, r := range cases {
-		want, err := json.Marshal(r)
+	cases = append(cases, upstreamRow{Name: "all-values", Attributes: AttributesOf(attrs)})
+	for _, u := range cases {
+		want, err := json.Marshal(u)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r := Row{Origin: &Origin{TargetNamespace: u.TargetNamespace, TargetName: u.TargetName, Group: u.Group, Version: u.Version, Kind: u.Kind},
+			Namespace: u.Namespace, Name: u.Name, UID: u.UID, Attributes: u.Attributes}
 		got, _, err := encode(&r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != string(want) {
+		if got != string(want) {
 			t.Errorf("encode\n got %s\nwant %s", got, want)
 		}
+		if m, err := json.Marshal(r); err != nil || string(m) != string(want) {
+			t.Errorf("marshal a row New did not build\n got %s (%v)\nwant %s", m, err, want)
+		}
+		if u.Attributes == nil {
+			continue // New gives a row no attributes as {}
+		}
+		built, err := New(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := json.Marshal(built); err != nil || string(m) != string(want) || string(built.JSON()) != string(want) {
+			t.Errorf("marshal a built row\n got %s (%v)\nwant %s", m, err, want)
+		}
 	}
-	if _, _, err := encode(&Row{Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
+	if _, _, err := encode(&Row{Origin: &Origin{}, Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
 		t.Error("an unencodable attribute gave no error")
 	}
 }
@@ -61,7 +91,7 @@ func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
 		{"ünï", "", "u", true}, // not ASCII, but written as it is; no namespace
 	}
 	for _, tc := range cases {
-		in := Row{TargetNamespace: "t", TargetName: "n", Namespace: tc.namespace, Name: tc.name, Version: "v1", Kind: "K", UID: tc.uid}
+		in := Row{Origin: &Origin{TargetNamespace: "t", TargetName: "n", Version: "v1", Kind: "K"}, Namespace: tc.namespace, Name: tc.name, UID: tc.uid}
 		r, err := New(in)
 		if err != nil {
 			t.Fatal(err)

@@ -1,10 +1,10 @@
 package rows
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,7 +60,7 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 		return whole, nil
 	}
 	sorted := slices.Clone(s.Rows)
-	slices.SortFunc(sorted, func(a, b *Row) int { return bytes.Compare(a.raw, b.raw) })
+	slices.SortFunc(sorted, func(a, b *Row) int { return strings.Compare(a.raw, b.raw) })
 	worst := len(s.Rows)
 	var (
 		groups [][]*Row

@@ -1,35 +1,50 @@
 package rows
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // SchemaVersion is written into every envelope.
 const SchemaVersion = "kollect.dev/v1alpha1"
 
-// Row is one collected object as seen through a profile. Field order is the
-// upstream JSON order.
+// Row is one collected object as seen through a profile. Its JSON (JSON,
+// MarshalJSON) keeps upstream's field order: targetNamespace, targetName,
+// namespace, name, group, version, kind, uid, attributes.
 type Row struct {
-	TargetNamespace string     `json:"targetNamespace"`
-	TargetName      string     `json:"targetName"`
-	Namespace       string     `json:"namespace"`
-	Name            string     `json:"name"`
-	Group           string     `json:"group,omitempty"`
-	Version         string     `json:"version"`
-	Kind            string     `json:"kind"`
-	UID             string     `json:"uid"`
-	Attributes      Attributes `json:"attributes"`
+	// Origin holds the five strings a row shares with the other rows of its
+	// target and kind (its fields read as the row's own: r.Kind); rows
+	// built by one evaluator point to one Origin, so a row costs a pointer
+	// instead of five strings (80 bytes).
+	*Origin
+	Namespace  string     `json:"namespace"`
+	Name       string     `json:"name"`
+	UID        string     `json:"uid"`
+	Attributes Attributes `json:"attributes"`
 
-	raw []byte
+	raw string // the canonical JSON
+}
+
+// Origin is what a row shares with every row of its target and kind: the
+// target that collected it and the kind it was read as. Nobody may modify
+// an Origin a row points to.
+type Origin struct {
+	TargetNamespace string `json:"targetNamespace"`
+	TargetName      string `json:"targetName"`
+	Group           string `json:"group,omitempty"`
+	Version         string `json:"version"`
+	Kind            string `json:"kind"`
 }
 
 // New builds a row and encodes its canonical JSON. Attributes may be nil
 // (none); out of name order they are sorted, and a name given twice keeps
 // its last value.
 func New(r Row) (*Row, error) {
+	if r.Origin == nil {
+		r.Origin = &Origin{}
+	}
 	if r.Attributes == nil {
 		r.Attributes = Attributes{}
 	}
@@ -49,8 +64,20 @@ func New(r Row) (*Row, error) {
 }
 
 // JSON is the row's canonical compact JSON (Go encoding/json output, map
-// keys sorted). Callers must not modify it.
-func (r *Row) JSON() []byte { return r.raw }
+// keys sorted). Callers must not modify it: it is the row's own memory.
+func (r *Row) JSON() []byte { return unsafe.Slice(unsafe.StringData(r.raw), len(r.raw)) }
+
+// MarshalJSON writes the canonical JSON, encoding a row New did not build.
+func (r Row) MarshalJSON() ([]byte, error) {
+	if r.raw != "" {
+		return []byte(r.raw), nil
+	}
+	if r.Origin == nil {
+		r.Origin = &Origin{}
+	}
+	raw, _, err := encode(&r)
+	return []byte(raw), err
+}
 
 // Key identifies a row inside an inventory: the target and the object's
 // UID.
@@ -66,7 +93,7 @@ func (r *Row) SortKey() string {
 
 // Equal reports whether two rows have the same content.
 func (r *Row) Equal(o *Row) bool {
-	return r == o || (r != nil && o != nil && bytes.Equal(r.raw, o.raw))
+	return r == o || (r != nil && o != nil && r.raw == o.raw)
 }
 
 // Key identifies a row: the target that collected it and the object's UID.

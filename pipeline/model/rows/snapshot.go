@@ -40,11 +40,14 @@ func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
 // Compare orders rows canonically; it equals comparing SortKey values
 // without building them.
 func Compare(a, b *Row) int {
-	if c := strings.Compare(a.TargetNamespace, b.TargetNamespace); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.TargetName, b.TargetName); c != 0 {
-		return c
+	same := a.Origin == b.Origin // rows of one target and kind: the usual case
+	if !same {
+		if c := strings.Compare(a.TargetNamespace, b.TargetNamespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.TargetName, b.TargetName); c != 0 {
+			return c
+		}
 	}
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
@@ -52,7 +55,7 @@ func Compare(a, b *Row) int {
 	if c := strings.Compare(a.Name, b.Name); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.UID, b.UID); c != 0 {
+	if c := strings.Compare(a.UID, b.UID); c != 0 || same {
 		return c
 	}
 	if c := strings.Compare(a.Group, b.Group); c != 0 {
@@ -73,7 +76,7 @@ func Checksum(rs []*Row) string {
 		if i > 0 {
 			h.Write([]byte{','})
 		}
-		h.Write(r.raw)
+		h.Write(r.JSON())
 	}
 	h.Write([]byte{']'})
 	return hex.EncodeToString(h.Sum(nil))
@@ -113,7 +116,7 @@ func (s *Snapshot) envelope(cluster string, index, total int) []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(r.raw)
+		b.WriteString(r.raw)
 	}
 	b.WriteString("]}")
 	return b.Bytes()

@@ -20,9 +20,9 @@ func mustRow(t *testing.T, r rows.Row) *rows.Row {
 }
 
 func TestSnapshotOrderChecksumAndEnvelope(t *testing.T) {
-	a := mustRow(t, rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "b", Name: "x", Group: "apps", Version: "v1", Kind: "Deployment", UID: "2",
+	a := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "b", Name: "x", UID: "2",
 		Attributes: rows.AttributesOf(map[string]any{"z": 1, "a": "<&>"})})
-	b := mustRow(t, rows.Row{TargetNamespace: "default", TargetName: "t", Namespace: "a", Name: "y", Version: "v1", Kind: "Pod", UID: "1"})
+	b := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "Pod"}, Namespace: "a", Name: "y", UID: "1"})
 	at := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
 	snap := rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "inv", Generation: 3}, []*rows.Row{a, b}, at)
 
@@ -73,7 +73,7 @@ func TestEmptySnapshotHasEmptyItems(t *testing.T) {
 
 func TestCompareMatchesSortKey(t *testing.T) {
 	mk := func(tns, tn, ns, n, uid string) *rows.Row {
-		return mustRow(t, rows.Row{TargetNamespace: tns, TargetName: tn, Namespace: ns, Name: n, UID: uid, Version: "v1", Kind: "K"})
+		return mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: tns, TargetName: tn, Version: "v1", Kind: "K"}, Namespace: ns, Name: n, UID: uid})
 	}
 	all := []*rows.Row{mk("a", "t", "n", "x", "1"), mk("a", "t", "n", "xy", "1"), mk("a", "tt", "", "x", "1"),
 		mk("ab", "", "", "", ""), mk("a", "t", "n", "x", "0"), mk("", "z", "z", "z", "z")}
