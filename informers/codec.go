@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -51,15 +52,16 @@ func (c *codec) dictionary(raw []byte) []byte {
 	return c.dict
 }
 
-// encode returns raw compressed, in a slice of its own.
-func (c *codec) encode(raw []byte) ([]byte, error) {
+// encode returns raw compressed, in a string of its own (16 bytes of
+// header, not a slice's 24).
+func (c *codec) encode(raw []byte) (string, error) {
 	dict := c.dictionary(raw)
 	wr, _ := c.writers.Get().(*writer)
 	if wr == nil {
 		wr = &writer{}
 		w, err := flate.NewWriterDict(&wr.out, flate.DefaultCompression, dict)
 		if err != nil {
-			return nil, fmt.Errorf("start the cache's compressor: %w", err)
+			return "", fmt.Errorf("start the cache's compressor: %w", err)
 		}
 		wr.w = w
 	} else {
@@ -68,21 +70,21 @@ func (c *codec) encode(raw []byte) ([]byte, error) {
 	}
 	defer c.writers.Put(wr)
 	if _, err := wr.w.Write(raw); err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
+		return "", fmt.Errorf("compress: %w", err)
 	}
 	if err := wr.w.Close(); err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
+		return "", fmt.Errorf("compress: %w", err)
 	}
-	return bytes.Clone(wr.out.Bytes()), nil
+	return wr.out.String(), nil
 }
 
 // decode decompresses z and hands the JSON to use, which must not keep it.
-func (c *codec) decode(z []byte, use func([]byte) error) error {
+func (c *codec) decode(z string, use func([]byte) error) error {
 	dict := c.dictionary(nil)
 	rd, _ := c.readers.Get().(*reader)
 	if rd == nil {
-		rd = &reader{r: flate.NewReaderDict(bytes.NewReader(z), dict)}
-	} else if err := rd.r.(flate.Resetter).Reset(bytes.NewReader(z), dict); err != nil {
+		rd = &reader{r: flate.NewReaderDict(strings.NewReader(z), dict)}
+	} else if err := rd.r.(flate.Resetter).Reset(strings.NewReader(z), dict); err != nil {
 		return fmt.Errorf("decompress: %w", err)
 	}
 	defer c.readers.Put(rd)

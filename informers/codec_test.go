@@ -98,7 +98,7 @@ func TestACorruptCacheEntryIsAnError(t *testing.T) {
 	if _, err := cd.encode(configMapJSON(1)); err != nil {
 		t.Fatal(err)
 	}
-	c := &compact{key: "team-01/cm-000001", z: []byte{0xff, 0x00, 0x13}, codec: cd}
+	c := &compact{key: "team-01/cm-000001", z: "\xff\x00\x13", codec: cd}
 	if _, err := c.decode(); err == nil || !strings.Contains(err.Error(), "team-01/cm-000001") {
 		t.Fatalf("got %v, want an error naming the object", err)
 	}

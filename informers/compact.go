@@ -24,7 +24,7 @@ import (
 // handler, which takes it once; the cache never keeps it.
 type compact struct {
 	key   string
-	z     []byte
+	z     string
 	codec *codec
 	fresh atomic.Pointer[unstructured.Unstructured]
 }
@@ -63,13 +63,14 @@ func (c *compact) DeepCopyObject() runtime.Object {
 // event handler once.
 func toCompact(u *unstructured.Unstructured, cd *codec) (*compact, error) {
 	raw, err := json.Marshal(u.Object)
+	var z string
 	if err == nil {
-		raw, err = cd.encode(raw)
+		z, err = cd.encode(raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compact{key: u.GetName(), z: raw, codec: cd}
+	c := &compact{key: u.GetName(), z: z, codec: cd}
 	if ns := u.GetNamespace(); ns != "" {
 		c.key = ns + "/" + c.key
 	}

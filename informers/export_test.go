@@ -12,5 +12,5 @@ func Corrupt(s Store, key string) error {
 		return fmt.Errorf("no cached %s (%v)", key, err)
 	}
 	c := o.(*compact)
-	return idx.Update(&compact{key: c.key, z: []byte{0xff, 0x00, 0x13}, codec: c.codec})
+	return idx.Update(&compact{key: c.key, z: "\xff\x00\x13", codec: c.codec})
 }
