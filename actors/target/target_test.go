@@ -71,47 +71,62 @@ func objectIn(ns, name string) *unstructured.Unstructured {
 	return o
 }
 
-// A panic while evaluating one object fails that object alone, reported as
-// an extraction failure; the actor is not restarted and keeps collecting.
-func TestAPanicInEvaluationFailsOneObjectNotTheTarget(t *testing.T) {
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+// rig is a subscribed target actor of one Deployment source: its rows
+// reach got, its reports rep.
+type rig struct {
+	sys   *actor.ActorSystem
+	tgt   *actor.PID
+	inbox *target.Inbox
+	got   chan *messages.RowsChanged
+	rep   *lastReport
+	gvr   schema.GroupVersionResource
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{sys: actor.NewActorSystem(), got: make(chan *messages.RowsChanged, 10), rep: &lastReport{},
+		gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}
+	t.Cleanup(r.sys.Shutdown)
+	inv := r.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if m, ok := ctx.Message().(*messages.RowsChanged); ok {
+			r.got <- m
+		}
+	}))
+	r.inbox = target.NewInbox(r.sys.Root, nil)
+	r.tgt = r.sys.Root.Spawn(target.Props(r.inbox, panickyNamespaces{}, r.rep, nil, "t"))
+	r.sys.Root.Send(r.tgt, &messages.Subscribe{Inventory: inv})
+	return r
+}
+
+// configure gives the target a new configuration (new source values) that
+// reads store and keeps spec.replicas.
+func (r *rig) configure(t *testing.T, store informers.Store) {
+	t.Helper()
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	got := make(chan *messages.RowsChanged, 10)
-	inv := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if m, ok := ctx.Message().(*messages.RowsChanged); ok {
-			got <- m
-		}
-	}))
-	rep := &lastReport{}
-	inbox := target.NewInbox(sys.Root, nil)
-	tgt := sys.Root.Spawn(target.Props(inbox, panickyNamespaces{}, rep, nil, "t"))
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ok", Name: "t"}
-	store := listStore{objectIn("ok", "fine"), objectIn("boom", "bad")}
-	sys.Root.Send(tgt, &messages.Subscribe{Inventory: inv})
-	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: store}},
+	r.sys.Root.Send(r.tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: r.gvr, GVK: gvk, Store: store}},
 		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
-	first := receive(t, got)
+}
+
+// A panic while evaluating one object fails that object alone, reported as
+// an extraction failure; the actor is not restarted and keeps collecting.
+func TestAPanicInEvaluationFailsOneObjectNotTheTarget(t *testing.T) {
+	r := newRig(t)
+	r.configure(t, listStore{objectIn("ok", "fine"), objectIn("boom", "bad")})
+	first := receive(t, r.got)
 	if !first.Replace || len(first.Upserts) != 1 || first.Upserts[0].Name != "fine" {
 		t.Fatalf("want the complete list with the one object that evaluates, got %+v", first)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		r := rep.get()
-		if r.ExtractionFailures == 1 && strings.Contains(r.LastExtractionError, "panicked: unforeseen input") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want one extraction failure naming the panic, got %+v", r)
-		}
-	}
+	waitReport(t, r.rep, func(rep target.Report) bool {
+		return rep.ExtractionFailures == 1 && strings.Contains(rep.LastExtractionError, "panicked: unforeseen input")
+	})
 	// The actor still collects.
-	inbox.Notify(informers.Event{GVR: gvr, Key: "ok/later", Object: objectIn("ok", "later")})
-	if m := receive(t, got); m.Replace || len(m.Upserts) != 1 || m.Upserts[0].Name != "later" {
+	r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ok/later", Object: objectIn("ok", "later")})
+	if m := receive(t, r.got); m.Replace || len(m.Upserts) != 1 || m.Upserts[0].Name != "later" {
 		t.Fatalf("want the next object as an upsert, got %+v", m)
 	}
 }
@@ -131,62 +146,40 @@ func receive(t *testing.T, ch chan *messages.RowsChanged) *messages.RowsChanged 
 // the target evaluates everything again: its last row stays in the
 // complete list, and the failure is reported until it reads again.
 func TestAnUnreadableObjectKeepsItsRowThroughAResync(t *testing.T) {
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	got := make(chan *messages.RowsChanged, 10)
-	inv := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if m, ok := ctx.Message().(*messages.RowsChanged); ok {
-			got <- m
-		}
-	}))
-	rep := &lastReport{}
-	tgt := sys.Root.Spawn(target.Props(target.NewInbox(sys.Root, nil), panickyNamespaces{}, rep, nil, "t"))
-	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ok", Name: "t"}
+	r := newRig(t)
 	store := &changingStore{}
-	configure := func() {
-		sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: store}},
-			Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
-	}
 	names := func(m *messages.RowsChanged) []string {
 		var out []string
-		for _, r := range m.Upserts {
-			out = append(out, r.Name)
+		for _, row := range m.Upserts {
+			out = append(out, row.Name)
 		}
 		slices.Sort(out)
 		return out
 	}
-	sys.Root.Send(tgt, &messages.Subscribe{Inventory: inv})
-
 	store.set([]*unstructured.Unstructured{objectIn("ok", "fine"), objectIn("ok", "other")})
-	configure()
-	if m := receive(t, got); !m.Replace || !slices.Equal(names(m), []string{"fine", "other"}) {
+	r.configure(t, store)
+	if m := receive(t, r.got); !m.Replace || !slices.Equal(names(m), []string{"fine", "other"}) {
 		t.Fatalf("first list: want fine and other, got %v", names(m))
 	}
 
 	// A new configuration (new source values) while other, and an object
 	// that never had a row, cannot be read.
 	store.set([]*unstructured.Unstructured{objectIn("ok", "fine")}, "ok/other", "ok/never")
-	configure()
-	if m := receive(t, got); !m.Replace || !slices.Equal(names(m), []string{"fine", "other"}) {
+	r.configure(t, store)
+	if m := receive(t, r.got); !m.Replace || !slices.Equal(names(m), []string{"fine", "other"}) {
 		t.Fatalf("with other unreadable: want fine and other's last row, got %v", names(m))
 	}
-	waitReport(t, rep, func(r target.Report) bool {
-		return r.Count == 2 && r.ExtractionFailures == 2 && strings.Contains(r.LastExtractionError, "could not be read")
+	waitReport(t, r.rep, func(rep target.Report) bool {
+		return rep.Count == 2 && rep.ExtractionFailures == 2 && strings.Contains(rep.LastExtractionError, "could not be read")
 	})
 
 	// Read again, and gone: now it is a delete, and nothing is failing.
 	store.set([]*unstructured.Unstructured{objectIn("ok", "fine")})
-	configure()
-	if m := receive(t, got); !m.Replace || !slices.Equal(names(m), []string{"fine"}) {
+	r.configure(t, store)
+	if m := receive(t, r.got); !m.Replace || !slices.Equal(names(m), []string{"fine"}) {
 		t.Fatalf("after other is gone: want fine alone, got %v", names(m))
 	}
-	waitReport(t, rep, func(r target.Report) bool { return r.Count == 1 && r.ExtractionFailures == 0 })
+	waitReport(t, r.rep, func(rep target.Report) bool { return rep.Count == 1 && rep.ExtractionFailures == 0 })
 }
 
 func waitReport(t *testing.T, rep *lastReport, ok func(target.Report) bool) {
