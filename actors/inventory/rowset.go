@@ -127,14 +127,16 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 		s.rows.each(func(k rows.Key, h held) {
 			if h.from == from && !incoming[k] {
 				s.rows.del(k)
-				s.left[h.row], changed = true, true
+				s.record(h.row, nil)
+				changed = true
 			}
 		})
 	}
 	for _, k := range m.Deletes {
 		if h, ok := s.rows.get(k); ok && h.from == from {
 			s.rows.del(k)
-			s.left[h.row], changed = true, true
+			s.record(h.row, nil)
+			changed = true
 		}
 	}
 	for _, r := range m.Upserts {
@@ -143,13 +145,30 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 		if ok && old.from == from && old.row.Equal(r) {
 			continue
 		}
-		if ok {
-			s.left[old.row] = true
-		}
 		s.rows.put(k, held{row: r, from: from}, size)
-		s.came, changed = append(s.came, r), true
+		s.record(old.row, r)
+		changed = true
 	}
 	return changed
+}
+
+// record notes that old left (when set) and r came (when set) since the
+// last list. Once the changes pass half the rows the next list sorts every
+// row, so nothing is recorded until then: an inventory that does not list
+// (nothing to export to, a target still missing) holds no more than that.
+func (s *rowSet) record(old, r *rows.Row) {
+	if s.sorted == nil {
+		return
+	}
+	if old != nil {
+		s.left[old] = true
+	}
+	if r != nil {
+		s.came = append(s.came, r)
+	}
+	if len(s.left)+len(s.came) > s.rows.len()/2+64 {
+		s.forget(nil)
+	}
 }
 
 // drop removes every row of a target.
@@ -163,7 +182,8 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 	s.rows.each(func(k rows.Key, h held) {
 		if h.from == from {
 			s.rows.del(k)
-			s.left[h.row], dropped = true, true
+			s.record(h.row, nil)
+			dropped = true
 		}
 	})
 	return dropped

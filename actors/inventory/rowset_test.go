@@ -152,3 +152,42 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 		}
 	}
 }
+
+// An inventory that does not list (nothing to export to, a target still
+// missing) records no more changes than half its rows: past that the next
+// list sorts everything anyway.
+func TestChangesRecordedBetweenListsAreBounded(t *testing.T) {
+	tg := messages.TargetRef{Kind: "KollectTarget", Namespace: "a", Name: "x"}
+	s := newRowSet()
+	upsert := func(i, v int) {
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "a", TargetName: "x", Version: "v1", Kind: "Pod"},
+			Namespace: "ns", Name: fmt.Sprintf("obj-%04d", i), UID: fmt.Sprintf("uid-%04d", i), Attributes: rows.AttributesOf(map[string]any{"v": int64(v)})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.apply(&messages.RowsChanged{Target: tg, Upserts: []*rows.Row{r}})
+	}
+	for i := range 1000 {
+		upsert(i, 0)
+	}
+	if got := s.list(false); len(got) != 1000 {
+		t.Fatalf("listed %d rows", len(got))
+	}
+	for v := range 50 { // 50,000 changes of 1,000 rows, never listed
+		for i := range 1000 {
+			upsert(i, v+1)
+		}
+		if n := len(s.left) + len(s.came); n > 1000/2+64 {
+			t.Fatalf("%d changes recorded for 1,000 rows", n)
+		}
+	}
+	got := s.list(false)
+	if len(got) != 1000 || !slices.IsSortedFunc(got, rows.Compare) {
+		t.Fatalf("listed %d rows, sorted %v", len(got), slices.IsSortedFunc(got, rows.Compare))
+	}
+	for _, r := range got {
+		if v, _ := r.Attributes.Lookup("v"); v != int64(50) {
+			t.Fatalf("%s holds v=%v, want the last value 50", r.Name, v)
+		}
+	}
+}
