@@ -70,10 +70,7 @@ func toCompact(u *unstructured.Unstructured, cd *codec) (*compact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s/%s for the cache: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	c := &compact{key: u.GetName(), z: z, codec: cd}
-	if ns := u.GetNamespace(); ns != "" {
-		c.key = ns + "/" + c.key
-	}
+	c := &compact{key: cache.MetaObjectToName(u).String(), z: z, codec: cd}
 	c.fresh.Store(u)
 	return c, nil
 }

@@ -31,61 +31,62 @@ type held struct {
 }
 
 func newRowSet() *rowSet {
-	return &rowSet{rows: index{}, refs: map[messages.TargetRef]*messages.TargetRef{}, left: map[*rows.Row]bool{}}
+	return &rowSet{rows: index{by: map[origin]map[string]held{}}, refs: map[messages.TargetRef]*messages.TargetRef{}, left: map[*rows.Row]bool{}}
 }
 
 // index holds rows by key: by the target part of the key (few), then by
 // UID. A map keyed by the whole key held its three strings in every slot,
-// 48 bytes; this one holds the UID's 16.
-type index map[origin]map[string]held
+// 48 bytes; this one holds the UID's 16. n counts the rows.
+type index struct {
+	by map[origin]map[string]held
+	n  int
+}
 
 // origin is the target part of a row's key.
 type origin struct{ namespace, name string }
 
 func originOf(k rows.Key) origin { return origin{k.TargetNamespace, k.TargetName} }
 
-func (x index) get(k rows.Key) (held, bool) {
-	h, ok := x[originOf(k)][k.UID]
+func (x *index) get(k rows.Key) (held, bool) {
+	h, ok := x.by[originOf(k)][k.UID]
 	return h, ok
 }
 
 // put stores h at k; size, when set, is asked only when k's target part
 // has no map yet, and sizes the new one.
-func (x index) put(k rows.Key, h held, size func(origin) int) {
+func (x *index) put(k rows.Key, h held, size func(origin) int) {
 	o := originOf(k)
-	m := x[o]
+	m := x.by[o]
 	if m == nil {
 		hint := 0
 		if size != nil {
 			hint = size(o)
 		}
 		m = make(map[string]held, hint)
-		x[o] = m
+		x.by[o] = m
 	}
+	n := len(m)
 	m[k.UID] = h
+	x.n += len(m) - n
 }
 
-func (x index) del(k rows.Key) {
+func (x *index) del(k rows.Key) {
 	o := originOf(k)
-	if m := x[o]; m != nil {
+	if m := x.by[o]; m != nil {
+		n := len(m)
 		delete(m, k.UID)
+		x.n -= n - len(m)
 		if len(m) == 0 {
-			delete(x, o)
+			delete(x.by, o)
 		}
 	}
 }
 
-func (x index) len() int {
-	n := 0
-	for _, m := range x {
-		n += len(m)
-	}
-	return n
-}
+func (x *index) len() int { return x.n }
 
 // each calls fn for every row; fn may delete the row it is given.
-func (x index) each(fn func(k rows.Key, h held)) {
-	for o, m := range x {
+func (x *index) each(fn func(k rows.Key, h held)) {
+	for o, m := range x.by {
 		for uid, h := range m {
 			fn(rows.Key{TargetNamespace: o.namespace, TargetName: o.name, UID: uid}, h)
 		}
@@ -275,7 +276,7 @@ func (s *rowSet) len() int { return s.rows.len() }
 func (s *rowSet) shards() []Shard {
 	items := map[string]int{}
 	targets := map[string]map[string]bool{}
-	for o, m := range s.rows {
+	for o, m := range s.rows.by {
 		items[o.namespace] += len(m)
 		if targets[o.namespace] == nil {
 			targets[o.namespace] = map[string]bool{}

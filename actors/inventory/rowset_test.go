@@ -147,6 +147,9 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 		want := make([]*rows.Row, 0, s.len())
 		s.rows.each(func(_ rows.Key, h held) { want = append(want, h.row) })
 		slices.SortFunc(want, rows.Compare)
+		if s.len() != len(want) {
+			t.Fatalf("step %d: the index counts %d rows and holds %d", step, s.len(), len(want))
+		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: list has %d rows out of order or stale; want %d", step, len(got), len(want))
 		}

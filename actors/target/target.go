@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
@@ -420,13 +421,10 @@ func (a *actorState) evaluateNamespaces(nss map[string]bool) ([]*rows.Row, []row
 	return ups, dels
 }
 
-// objectKey is namespace/name, or name for cluster-scoped objects (the
-// informer's key).
+// objectKey is the informer's key: namespace/name, or name for
+// cluster-scoped objects.
 func objectKey(obj *unstructured.Unstructured) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return ns + "/" + obj.GetName()
-	}
-	return obj.GetName()
+	return cache.MetaObjectToName(obj).String()
 }
 
 // evaluate runs selection and extraction for the object at k and stores

@@ -95,7 +95,7 @@ func (s *Sink) planItems(ctx context.Context, l Layout, snap *rows.Snapshot, bas
 		s.written, s.recorded = owned, owned != nil
 	}
 	s.summary = map[string]string{}
-	sorted := slices.IsSortedFunc(snap.Rows, rows.Compare)
+	sorted := snap.Ordered()
 	var (
 		same []int32
 		gone []int
@@ -254,35 +254,24 @@ func (s *Sink) planChangedItems(l Layout, snap *rows.Snapshot, edit *treeEdit, s
 	return pl, nil
 }
 
-// pair walks the last export's rows and next, both in canonical order:
-// same[j] is the index in prev of next[j] when it is the same row (the
-// same pointer: the inventory replaces a row that changed), or -1; gone
-// are the indexes in prev of the rows next does not hold.
+// pair aligns the last export's rows with next (rows.Align): same[j] is the
+// index in prev of next[j] when it is the same row (the same pointer: the
+// inventory replaces a row that changed), or -1; gone are the indexes in
+// prev of the rows next does not hold as they were.
 func pair(prev, next []*rows.Row) (same []int32, gone []int) {
 	same = make([]int32, len(next))
-	i, j := 0, 0
-	for j < len(next) {
-		if i == len(prev) {
-			same[j], j = -1, j+1
-			continue
+	rows.Align(prev, next, func(i, j int) {
+		switch {
+		case j < 0:
+			gone = append(gone, i)
+		case i < 0:
+			same[j] = -1
+		case prev[i] == next[j]:
+			same[j] = int32(i)
+		default: // the same key, another row: it left and arrived
+			gone, same[j] = append(gone, i), -1
 		}
-		a, b := prev[i], next[j]
-		if a == b {
-			same[j], i, j = int32(i), i+1, j+1
-			continue
-		}
-		switch c := rows.Compare(a, b); {
-		case c < 0:
-			gone, i = append(gone, i), i+1
-		case c > 0:
-			same[j], j = -1, j+1
-		default:
-			gone, same[j], i, j = append(gone, i), -1, i+1, j+1
-		}
-	}
-	for ; i < len(prev); i++ {
-		gone = append(gone, i)
-	}
+	})
 	return same, gone
 }
 

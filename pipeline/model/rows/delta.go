@@ -50,7 +50,7 @@ func Diff(prev, next *Snapshot) *Delta {
 		d.Replaced = make([]*Row, len(next.Rows))
 		return d
 	}
-	if prev.ordered && next.ordered {
+	if prev.Ordered() && next.Ordered() {
 		d.walk(prev.Rows, next.Rows)
 	} else {
 		d.match(prev.Rows, next.Rows)
@@ -58,47 +58,58 @@ func Diff(prev, next *Snapshot) *Delta {
 	return d
 }
 
-// walk diffs two snapshots in canonical order in one pass. Rows in the
-// same place with the same order fields have the same key. A row that
-// moved (its key kept, an order field such as the version changed) shows
-// up as one that left and one that arrived; those few are paired by key
-// afterwards, so it is an upsert replacing the old row, never a delete of
-// its key.
+// Align walks two row lists, both in canonical order, in one pass, and
+// calls fn for each step: (i, j) when prev[i] and next[j] stand in the same
+// place with the same order fields (the same row, or the same key with
+// content to compare), (i, -1) for a row of prev that next lacks there,
+// (-1, j) for a row of next that prev lacks there. A row whose order
+// fields changed (a new version, say) is both of the last two. Unchanged
+// rows are usually the same *Row, which costs a pointer comparison.
+func Align(prev, next []*Row, fn func(i, j int)) {
+	i, j := 0, 0
+	for i < len(prev) && j < len(next) {
+		c := 0
+		if prev[i] != next[j] {
+			c = Compare(prev[i], next[j])
+		}
+		switch {
+		case c == 0:
+			fn(i, j)
+			i, j = i+1, j+1
+		case c < 0:
+			fn(i, -1)
+			i++
+		default:
+			fn(-1, j)
+			j++
+		}
+	}
+	for ; i < len(prev); i++ {
+		fn(i, -1)
+	}
+	for ; j < len(next); j++ {
+		fn(-1, j)
+	}
+}
+
+// walk diffs two snapshots in canonical order (Align). A row that moved
+// shows up as one that left and one that arrived; those few are paired by
+// key afterwards, so it is an upsert replacing the old row, never a delete
+// of its key.
 func (d *Delta) walk(prev, next []*Row) {
 	var left []*Row // prev rows not found in place, in prev's order
 	var came []int  // indexes in Upserts of next rows not found in place
-	upsert := func(r, old *Row) {
-		d.Upserts, d.Replaced = append(d.Upserts, r), append(d.Replaced, old)
-	}
-	i, j := 0, 0
-	for i < len(prev) || j < len(next) {
+	Align(prev, next, func(i, j int) {
 		switch {
-		case i == len(prev):
-			came = append(came, len(d.Upserts))
-			upsert(next[j], nil)
-			j++
-		case j == len(next):
+		case j < 0:
 			left = append(left, prev[i])
-			i++
-		case prev[i] == next[j]:
-			i, j = i+1, j+1
-		default:
-			switch c := Compare(prev[i], next[j]); {
-			case c == 0:
-				if !next[j].Equal(prev[i]) {
-					upsert(next[j], prev[i])
-				}
-				i, j = i+1, j+1
-			case c < 0:
-				left = append(left, prev[i])
-				i++
-			default:
-				came = append(came, len(d.Upserts))
-				upsert(next[j], nil)
-				j++
-			}
+		case i < 0:
+			came = append(came, len(d.Upserts))
+			d.Upserts, d.Replaced = append(d.Upserts, next[j]), append(d.Replaced, nil)
+		case !next[j].Equal(prev[i]):
+			d.Upserts, d.Replaced = append(d.Upserts, next[j]), append(d.Replaced, prev[i])
 		}
-	}
+	})
 	if len(left) == 0 {
 		return
 	}

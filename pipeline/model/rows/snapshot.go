@@ -37,6 +37,10 @@ func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
 	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC(), ordered: true}
 }
 
+// Ordered reports whether Rows are known to be in canonical order: the
+// snapshot was built by NewSnapshot (or is a part of one), not by hand.
+func (s *Snapshot) Ordered() bool { return s.ordered }
+
 // Compare orders rows canonically; it equals comparing SortKey values
 // without building them.
 func Compare(a, b *Row) int {
