@@ -231,23 +231,20 @@ func (l Layout) renderDocument(snap *rows.Snapshot) ([]byte, error) {
 	case "json":
 		return snap.Envelope(""), nil
 	case "ndjson":
-		var b strings.Builder
+		var b []byte
 		for _, r := range snap.Rows {
-			b.Write(r.JSON())
-			b.WriteByte('\n')
+			b = append(r.AppendJSON(b), '\n')
 		}
-		return []byte(b.String()), nil
+		return b, nil
 	}
-	var b strings.Builder
-	b.WriteByte('[')
+	b := []byte{'['}
 	for i, r := range snap.Rows {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(r.JSON())
+		b = r.AppendJSON(b)
 	}
-	b.WriteByte(']')
-	return yaml.JSONToYAML([]byte(b.String()))
+	return yaml.JSONToYAML(append(b, ']'))
 }
 
 func encodeFile(format string, payload []byte, indentJSON bool) ([]byte, error) {

@@ -321,7 +321,7 @@ func (w *writer) bulk(ctx context.Context, chunk []op) (outcome, error) {
 	for i, o := range chunk {
 		models[i] = o.model
 		if o.row != nil {
-			out.bytes += int64(len(o.row.JSON()))
+			out.bytes += int64(o.row.Size())
 		}
 	}
 	res, err := w.s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))

@@ -91,12 +91,9 @@ func (e *encoder) encode(o object) ([]byte, error) {
 	var err error
 	switch e.format {
 	case NDJSON:
-		var b bytes.Buffer
 		for _, r := range o.rows {
-			b.Write(r.JSON())
-			b.WriteByte('\n')
+			body = append(r.AppendJSON(body), '\n')
 		}
-		body = b.Bytes()
 	case CSV:
 		body, err = e.csv(o)
 	case Parquet:

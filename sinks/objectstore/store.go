@@ -335,9 +335,10 @@ func (s *Store) objects(snap *rows.Snapshot, parts []*rows.Part) ([]keyed, error
 		if g.total > 0 {
 			fmt.Fprintf(h, "part %d of %d\n", g.index, g.total) // the envelope says which part
 		}
+		var b []byte
 		for _, r := range g.rows {
-			h.Write(r.JSON())
-			h.Write([]byte{'\n'})
+			b = append(r.AppendJSON(b[:0]), '\n')
+			h.Write(b)
 		}
 		out = append(out, keyed{object: g, key: k, hash: hex.EncodeToString(h.Sum(nil))[:32]})
 	}

@@ -170,8 +170,9 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 // version of each row set aside.
 func drifted(n int, rs []*rows.Row) bool {
 	bad := 0
+	var scratch []byte
 	for _, r := range rs {
-		if refused(r) {
+		if refused(r, &scratch) {
 			bad++
 		}
 	}

@@ -49,8 +49,9 @@ func (w *writer) stage(ctx context.Context, rs []*rows.Row) (int64, error) {
 		if ns == "" {
 			ns = w.id.Namespace
 		}
-		bytes += int64(len(r.JSON()))
-		return []any{r.TargetName, r.UID, ns, r.JSON()}, nil
+		payload := r.JSON()
+		bytes += int64(len(payload))
+		return []any{r.TargetName, r.UID, ns, payload}, nil
 	})
 	if _, err := w.tx.CopyFrom(ctx, pgx.Identifier{"kollect_export_staging"}, stagingColumns, src); err != nil {
 		return 0, fmt.Errorf("copy rows: %w", err)
@@ -93,15 +94,19 @@ func (w *writer) count(ctx context.Context) (int, error) {
 
 // refused reports whether PostgreSQL refuses a row: jsonb cannot hold the
 // NUL character (\u0000), and one such row would fail the whole COPY,
-// every time.
-func refused(r *rows.Row) bool { return bytes.Contains(r.JSON(), []byte(`\u0000`)) }
+// every time. scratch holds the JSON written to look.
+func refused(r *rows.Row, scratch *[]byte) bool {
+	*scratch = r.AppendJSON((*scratch)[:0])
+	return bytes.Contains(*scratch, []byte(`\u0000`))
+}
 
 // storable splits rows into those PostgreSQL can store and those it
 // refuses, in one pass; rs itself is returned when it refuses none.
 func storable(rs []*rows.Row) (ok, bad []*rows.Row) {
+	var scratch []byte
 	for i, r := range rs {
 		switch {
-		case !refused(r):
+		case !refused(r, &scratch):
 			if bad != nil {
 				ok = append(ok, r)
 			}

@@ -164,6 +164,7 @@ func (r *Row) Sum() string {
 	if r == nil {
 		return ""
 	}
-	s := sha256.Sum256(r.JSON())
+	var buf [1024]byte
+	s := sha256.Sum256(r.AppendJSON(buf[:0]))
 	return hex.EncodeToString(s[:])
 }

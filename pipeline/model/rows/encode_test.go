@@ -51,12 +51,14 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 		}
 		r := Row{Origin: &Origin{TargetNamespace: u.TargetNamespace, TargetName: u.TargetName, Group: u.Group, Version: u.Version, Kind: u.Kind},
 			Namespace: u.Namespace, Name: u.Name, UID: u.UID, Attributes: u.Attributes}
-		got, _, err := encode(&r)
+		own, _, err := encode(&r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != string(want) {
-			t.Errorf("encode\n got %s\nwant %s", got, want)
+		withOwn := r
+		withOwn.raw = own
+		if got := withOwn.JSON(); string(got) != string(want) || withOwn.Size() != len(want) {
+			t.Errorf("encode\n got %s (size %d)\nwant %s", got, withOwn.Size(), want)
 		}
 		if m, err := json.Marshal(r); err != nil || string(m) != string(want) {
 			t.Errorf("marshal a row New did not build\n got %s (%v)\nwant %s", m, err, want)
@@ -96,7 +98,7 @@ func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := r.JSON()
+		raw := r.raw
 		for _, f := range []struct{ got, want string }{{r.Namespace, tc.namespace}, {r.Name, tc.name}, {r.UID, tc.uid}} {
 			if f.got != f.want {
 				t.Errorf("row string %q, built with %q", f.got, f.want)
@@ -104,10 +106,39 @@ func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
 			if f.want == "" {
 				continue
 			}
-			p, lo := uintptr(unsafe.Pointer(unsafe.StringData(f.got))), uintptr(unsafe.Pointer(&raw[0]))
+			p, lo := uintptr(unsafe.Pointer(unsafe.StringData(f.got))), uintptr(unsafe.Pointer(unsafe.StringData(raw)))
 			if inRaw := p >= lo && p < lo+uintptr(len(raw)); inRaw != tc.shared {
 				t.Errorf("%q: kept in the row's JSON = %v, want %v", f.want, inRaw, tc.shared)
 			}
+		}
+	}
+}
+
+// TestEqualComparesTheWholeJSON: a row keeps only its own part of its
+// JSON, so rows of two targets or kinds with the same object and
+// attributes share it; they are still different rows.
+func TestEqualComparesTheWholeJSON(t *testing.T) {
+	build := func(o Origin) *Row {
+		r, err := New(Row{Origin: &o, Namespace: "ns", Name: "n", UID: "u", Attributes: Attributes{{Name: "a", Value: "b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := Origin{TargetNamespace: "t", TargetName: "n", Version: "v1", Kind: "K"}
+	a := build(base)
+	if b := build(base); !a.Equal(b) || a.Sum() != b.Sum() {
+		t.Error("two rows built alike are not equal")
+	}
+	for _, o := range []Origin{{TargetNamespace: "u", TargetName: "n", Version: "v1", Kind: "K"}, {TargetNamespace: "t", TargetName: "m", Version: "v1", Kind: "K"},
+		{TargetNamespace: "t", TargetName: "n", Group: "g", Version: "v1", Kind: "K"}, {TargetNamespace: "t", TargetName: "n", Version: "v2", Kind: "K"},
+		{TargetNamespace: "t", TargetName: "n", Version: "v1", Kind: "L"}} {
+		b := build(o)
+		if b.raw != a.raw {
+			t.Fatalf("the rows' own JSON differs: %s, %s", a.raw, b.raw)
+		}
+		if a.Equal(b) || b.Equal(a) || a.Sum() == b.Sum() || string(a.JSON()) == string(b.JSON()) {
+			t.Errorf("a row of %+v equals one of %+v", o, base)
 		}
 	}
 }

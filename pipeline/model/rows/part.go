@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -60,7 +59,8 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 		return whole, nil
 	}
 	sorted := slices.Clone(s.Rows)
-	slices.SortFunc(sorted, func(a, b *Row) int { return strings.Compare(a.raw, b.raw) })
+	var order byJSON
+	slices.SortFunc(sorted, order.compare)
 	worst := len(s.Rows)
 	var (
 		groups [][]*Row
@@ -68,7 +68,7 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 		size   int64 // the current group's items and the commas between them
 	)
 	for i, r := range sorted {
-		n := int64(len(r.raw))
+		n := int64(r.Size())
 		if alone := s.frame(1, worst, worst) + n; alone > ceiling {
 			return nil, &ItemTooLargeError{Key: r.Key(), Size: alone, Ceiling: ceiling}
 		}
@@ -104,7 +104,7 @@ func CheckItems(s *Snapshot, rs []*Row, ceiling int64) error {
 	}
 	frame := s.frame(1, len(s.Rows), len(s.Rows))
 	for _, r := range rs {
-		if alone := frame + int64(len(r.raw)); alone > ceiling {
+		if alone := frame + int64(r.Size()); alone > ceiling {
 			return &ItemTooLargeError{Key: r.Key(), Size: alone, Ceiling: ceiling}
 		}
 	}
@@ -115,7 +115,7 @@ func CheckItems(s *Snapshot, rs []*Row, ceiling int64) error {
 func items(rs []*Row) int64 {
 	n := int64(max(len(rs)-1, 0))
 	for _, r := range rs {
-		n += int64(len(r.raw))
+		n += int64(r.Size())
 	}
 	return n
 }

@@ -14,12 +14,19 @@ import (
 )
 
 // partRows are n rows whose attributes differ in size, so that the
-// byte-order sort and the canonical order differ.
+// byte-order sort and the canonical order differ, of two targets and
+// kinds (every third row a CronJob).
 func partRows(t *testing.T, n int) []*rows.Row {
 	t.Helper()
 	var out []*rows.Row
+	deployments := &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}
+	cronJobs := &rows.Origin{TargetNamespace: "shop", TargetName: "cron", Group: "batch", Version: "v1", Kind: "CronJob"}
 	for i := range n {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: fmt.Sprintf("app-%03d", i), UID: fmt.Sprintf("uid-%03d", (i*37)%n), Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", (i*53)%200)})})
+		origin := deployments
+		if i%3 == 0 {
+			origin = cronJobs
+		}
+		r, err := rows.New(rows.Row{Origin: origin, Namespace: "demo", Name: fmt.Sprintf("app-%03d", i), UID: fmt.Sprintf("uid-%03d", (i*37)%n), Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", (i*53)%200)})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +106,11 @@ func TestPartition(t *testing.T) {
 			slices.SortFunc(sorted, func(a, b *rows.Row) int { return bytes.Compare(a.JSON(), b.JSON()) })
 			next := 0
 			for _, p := range parts[:len(parts)-1] {
+				run := slices.Clone(sorted[next : next+len(p.Rows)])
+				slices.SortFunc(run, rows.Compare)
+				if !slices.Equal(run, p.Rows) {
+					t.Fatalf("part %d is not the next run of rows by JSON text", p.Index)
+				}
 				next += len(p.Rows)
 				grown := rows.NewSnapshot(snap.Inventory, append(slices.Clone(p.Rows), sorted[next]), snap.ExportedAt)
 				trial := &rows.Part{Snapshot: grown, Index: len(snap.Rows), Total: len(snap.Rows)}

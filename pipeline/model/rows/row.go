@@ -1,10 +1,10 @@
 package rows
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // SchemaVersion is written into every envelope.
@@ -24,7 +24,7 @@ type Row struct {
 	UID        string     `json:"uid"`
 	Attributes Attributes `json:"attributes"`
 
-	raw string // the canonical JSON
+	raw string // the row's own part of its canonical JSON (encode.go)
 }
 
 // Origin is what a row shares with every row of its target and kind: the
@@ -36,6 +36,11 @@ type Origin struct {
 	Group           string `json:"group,omitempty"`
 	Version         string `json:"version"`
 	Kind            string `json:"kind"`
+}
+
+// same reports whether o and p hold the same strings.
+func (o *Origin) same(p *Origin) bool {
+	return o == p || (o != nil && p != nil && *o == *p)
 }
 
 // New builds a row and encodes its canonical JSON. Attributes may be nil
@@ -63,20 +68,84 @@ func New(r Row) (*Row, error) {
 	return &r, nil
 }
 
-// JSON is the row's canonical compact JSON (Go encoding/json output, map
-// keys sorted). Callers must not modify it: it is the row's own memory.
-func (r *Row) JSON() []byte { return unsafe.Slice(unsafe.StringData(r.raw), len(r.raw)) }
+// AppendJSON appends the row's canonical compact JSON (Go encoding/json
+// output of upstream's row, map keys sorted) to b. A row New did not
+// build appends nothing.
+func (r *Row) AppendJSON(b []byte) []byte {
+	if r.raw == "" {
+		return b
+	}
+	m := split(r.raw)
+	b = r.Origin.appendHead(b)
+	b = append(b, r.raw[:m]...)
+	b = r.Origin.appendMiddle(b)
+	return append(b, r.raw[m:]...)
+}
+
+// jsonWriter appends rows' JSON, encoding an Origin's pieces once for a
+// run of rows that share it.
+type jsonWriter struct {
+	origin       *Origin
+	head, middle []byte
+}
+
+func (w *jsonWriter) append(b []byte, r *Row) []byte {
+	if r.raw == "" {
+		return b
+	}
+	if r.Origin != w.origin {
+		w.origin, w.head, w.middle = r.Origin, r.Origin.appendHead(w.head[:0]), r.Origin.appendMiddle(w.middle[:0])
+	}
+	m := split(r.raw)
+	b = append(b, w.head...)
+	b = append(b, r.raw[:m]...)
+	b = append(b, w.middle...)
+	return append(b, r.raw[m:]...)
+}
+
+// JSON is the row's canonical JSON in a new slice; loops over rows
+// append to one buffer with AppendJSON instead.
+func (r *Row) JSON() []byte {
+	if r.raw == "" {
+		return nil
+	}
+	return r.AppendJSON(make([]byte, 0, r.Size()))
+}
+
+// Size is the length of the row's canonical JSON.
+func (r *Row) Size() int {
+	if r.raw == "" {
+		return 0
+	}
+	return r.Origin.size() + len(r.raw)
+}
 
 // MarshalJSON writes the canonical JSON, encoding a row New did not build.
 func (r Row) MarshalJSON() ([]byte, error) {
-	if r.raw != "" {
-		return []byte(r.raw), nil
-	}
 	if r.Origin == nil {
 		r.Origin = &Origin{}
 	}
-	raw, _, err := encode(&r)
-	return []byte(raw), err
+	if r.raw == "" {
+		raw, _, err := encode(&r)
+		if err != nil {
+			return nil, err
+		}
+		r.raw = raw
+	}
+	return r.JSON(), nil
+}
+
+// byJSON orders rows by their canonical JSON text, as bytes.Compare of
+// their JSON would; rows of one Origin without writing it, others in its
+// two buffers.
+type byJSON struct{ a, b []byte }
+
+func (o *byJSON) compare(x, y *Row) int {
+	if x.Origin.same(y.Origin) {
+		return strings.Compare(x.raw, y.raw) // see encode.go
+	}
+	o.a, o.b = x.AppendJSON(o.a[:0]), y.AppendJSON(o.b[:0])
+	return bytes.Compare(o.a, o.b)
 }
 
 // Key identifies a row inside an inventory: the target and the object's
@@ -93,7 +162,7 @@ func (r *Row) SortKey() string {
 
 // Equal reports whether two rows have the same content.
 func (r *Row) Equal(o *Row) bool {
-	return r == o || (r != nil && o != nil && r.raw == o.raw)
+	return r == o || (r != nil && o != nil && r.raw == o.raw && r.Origin.same(o.Origin))
 }
 
 // Key identifies a row: the target that collected it and the object's UID.

@@ -1,7 +1,6 @@
 package rows
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -76,11 +75,16 @@ func Compare(a, b *Row) int {
 func Checksum(rs []*Row) string {
 	h := sha256.New()
 	h.Write([]byte{'['})
+	var (
+		b []byte
+		w jsonWriter
+	)
 	for i, r := range rs {
 		if i > 0 {
 			h.Write([]byte{','})
 		}
-		h.Write(r.JSON())
+		b = w.append(b[:0], r)
+		h.Write(b)
 	}
 	h.Write([]byte{']'})
 	return hex.EncodeToString(h.Sum(nil))
@@ -101,27 +105,34 @@ func (s *Snapshot) Envelope(cluster string) []byte { return s.envelope(cluster, 
 
 // envelope writes the envelope with part markers (0: none).
 func (s *Snapshot) envelope(cluster string, index, total int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"schemaVersion":"` + SchemaVersion + `","checksum":"` + s.Checksum + `"`)
+	b := make([]byte, 0, s.frame(len(s.Rows), index, total)+items(s.Rows)+int64(len(cluster))+16)
+	b = append(b, `{"schemaVersion":"`+SchemaVersion+`","checksum":"`+s.Checksum+`"`...)
 	if s.Inventory.Generation != 0 {
-		b.WriteString(`,"generation":` + strconv.FormatInt(s.Inventory.Generation, 10))
+		b = append(b, `,"generation":`...)
+		b = strconv.AppendInt(b, s.Inventory.Generation, 10)
 	}
 	if total > 0 {
-		b.WriteString(`,"partIndex":` + strconv.Itoa(index) + `,"partTotal":` + strconv.Itoa(total))
+		b = append(b, `,"partIndex":`...)
+		b = strconv.AppendInt(b, int64(index), 10)
+		b = append(b, `,"partTotal":`...)
+		b = strconv.AppendInt(b, int64(total), 10)
 	}
-	b.WriteString(`,"itemCount":` + strconv.Itoa(len(s.Rows)))
-	b.WriteString(`,"exportedAt":"` + s.ExportedAt.Format(time.RFC3339Nano) + `"`)
+	b = append(b, `,"itemCount":`...)
+	b = strconv.AppendInt(b, int64(len(s.Rows)), 10)
+	b = append(b, `,"exportedAt":"`...)
+	b = s.ExportedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
 	if cluster != "" {
-		b.WriteString(`,"cluster":`)
-		b.Write(appendString(nil, cluster))
+		b = append(b, `,"cluster":`...)
+		b = appendString(b, cluster)
 	}
-	b.WriteString(`,"items":[`)
+	b = append(b, `,"items":[`...)
+	var w jsonWriter
 	for i, r := range s.Rows {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(r.raw)
+		b = w.append(b, r)
 	}
-	b.WriteString("]}")
-	return b.Bytes()
+	return append(b, "]}"...)
 }
