@@ -212,7 +212,7 @@ func stale(held map[rows.Key]*rows.Row, keys []rows.Key, final []int) int {
 	n := 0
 	for i, v := range final {
 		r := held[keys[i]]
-		if r == nil || r.Attributes.Get("replicas") != int64(v) {
+		if r == nil || r.Attributes().Get("replicas") != int64(v) {
 			n++
 		}
 	}

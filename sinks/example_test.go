@@ -29,7 +29,7 @@ func (t *table) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 		}
 	}
 	for _, r := range d.Upserts {
-		t.rows[r.Key()] = fmt.Sprint(r.Attributes.Get("image"))
+		t.rows[r.Key()] = fmt.Sprint(r.Attributes().Get("image"))
 	}
 	for _, r := range d.Deletes {
 		delete(t.rows, r.Key())
@@ -41,7 +41,7 @@ func (t *table) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 // the snapshot it acknowledged and sends the next delta from there.
 func ExampleBackend() {
 	row := func(name, image string) *rows.Row {
-		r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: name, UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: name, UID: "uid-" + name}, rows.AttributesOf(map[string]any{"image": image}))
 		return r
 	}
 	id := rows.Identity{Namespace: "shop", Name: "inventory", Generation: 1}

@@ -68,7 +68,7 @@ func Example() {
 		if strings.HasPrefix(r.Name, "kube-root-ca") {
 			continue // the API server's own ConfigMap in every namespace
 		}
-		got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Attributes.Get("colour")))
+		got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Attributes().Get("colour")))
 	}
 	fmt.Println(strings.Join(got, " "))
 	// Output:

@@ -19,7 +19,7 @@ func TestRowSet(t *testing.T) {
 	// namespace ta's keys.
 	cluster := messages.TargetRef{Kind: "KollectClusterTarget", Name: "a"}
 	row := func(target messages.TargetRef, name, image string) *rows.Row {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: target.Namespace, TargetName: target.Name, Version: "v1", Kind: "Pod"}, Namespace: "apps", Name: name, UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: target.Namespace, TargetName: target.Name, Version: "v1", Kind: "Pod"}, Namespace: "apps", Name: name, UID: "uid-" + name}, rows.AttributesOf(map[string]any{"image": image}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestRowSet(t *testing.T) {
 	names := func(rs []*rows.Row) string {
 		var out []string
 		for _, r := range rs {
-			out = append(out, r.TargetName+":"+r.Name+"="+r.Attributes.Get("image").(string))
+			out = append(out, r.TargetName+":"+r.Name+"="+r.Attributes().Get("image").(string))
 		}
 		sort.Strings(out)
 		return strings.Join(out, ",")
@@ -117,8 +117,7 @@ func TestListStaysInCanonicalOrder(t *testing.T) {
 			return old[rng.IntN(len(old))]
 		}
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: target.Namespace, TargetName: target.Name, Version: fmt.Sprintf("v%d", 1+rng.IntN(2)), Kind: "Pod"}, Namespace: fmt.Sprintf("ns-%d", i%7),
-			Name: fmt.Sprintf("%s-%03d", []string{"obj", "alt"}[rng.IntN(2)], i), UID: fmt.Sprintf("uid-%03d", i),
-			Attributes: rows.AttributesOf(map[string]any{"v": int64(v)})})
+			Name: fmt.Sprintf("%s-%03d", []string{"obj", "alt"}[rng.IntN(2)], i), UID: fmt.Sprintf("uid-%03d", i)}, rows.AttributesOf(map[string]any{"v": int64(v)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +163,7 @@ func TestChangesRecordedBetweenListsAreBounded(t *testing.T) {
 	s := newRowSet()
 	upsert := func(i, v int) {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "a", TargetName: "x", Version: "v1", Kind: "Pod"},
-			Namespace: "ns", Name: fmt.Sprintf("obj-%04d", i), UID: fmt.Sprintf("uid-%04d", i), Attributes: rows.AttributesOf(map[string]any{"v": int64(v)})})
+			Namespace: "ns", Name: fmt.Sprintf("obj-%04d", i), UID: fmt.Sprintf("uid-%04d", i)}, rows.AttributesOf(map[string]any{"v": int64(v)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +188,7 @@ func TestChangesRecordedBetweenListsAreBounded(t *testing.T) {
 		t.Fatalf("listed %d rows, sorted %v", len(got), slices.IsSortedFunc(got, rows.Compare))
 	}
 	for _, r := range got {
-		if v, _ := r.Attributes.Lookup("v"); v != int64(50) {
+		if v, _ := r.Attributes().Lookup("v"); v != int64(50) {
 			t.Fatalf("%s holds v=%v, want the last value 50", r.Name, v)
 		}
 	}

@@ -48,7 +48,7 @@ func sized(t *testing.T, n, pad int) *rows.Snapshot {
 	var rs []*rows.Row
 	for i := range n {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: string(rune('a' + i)),
-			UID: string(rune('a' + i)), Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", pad)})})
+			UID: string(rune('a' + i))}, rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", pad)}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func snapshot(t *testing.T, names ...string) *rows.Snapshot {
 	t.Helper()
 	var rs []*rows.Row
 	for _, n := range names {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: n, UID: n})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: n, UID: n}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,10 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 	s := &Series{Values: map[string]float64{ObjectCount: float64(len(rs))}}
 	if len(metrics) == 0 {
 		for _, r := range rs {
-			for _, a := range r.Attributes {
+			if !mayHoldNumbers(r.AttributesJSON()) {
+				continue // nothing to decode
+			}
+			for _, a := range r.Attributes() {
 				if f, ok := number(a.Value); ok {
 					s.Values[a.Name] += f
 				}
@@ -66,8 +69,9 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 	}
 	sums := map[string]map[string]*Tuple{}
 	for _, r := range rs {
+		attrs := r.Attributes()
 		for _, m := range metrics {
-			f, ok := number(r.Attributes.Get(m.Path))
+			f, ok := number(attrs.Get(m.Path))
 			if !ok {
 				continue
 			}
@@ -77,7 +81,7 @@ func computeSeries(rs map[objKey]*rows.Row, metrics []Metric) *Series {
 			}
 			values := make([]string, len(m.Labels))
 			for i, l := range m.Labels {
-				values[i] = labelValue(r.Attributes.Get(l))
+				values[i] = labelValue(attrs.Get(l))
 			}
 			key := strings.Join(values, "\x00")
 			byTuple := sums[m.Name]
@@ -153,4 +157,16 @@ func labelValue(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// mayHoldNumbers reports whether compact attributes JSON may hold a number
+// as a value: one follows a colon directly. A string holding such a colon
+// ("nginx:1.25") is a false yes, never a false no.
+func mayHoldNumbers(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		if c := b[i+1]; b[i] == ':' && (c == '-' || c >= '0' && c <= '9') {
+			return true
+		}
+	}
+	return false
 }

@@ -13,7 +13,7 @@ func seriesRows(t *testing.T, attrs ...map[string]any) map[objKey]*rows.Row {
 	out := map[objKey]*rows.Row{}
 	for i, a := range attrs {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "Deployment"}, Namespace: "ns", Name: fmt.Sprint(i),
-			UID: fmt.Sprint(i), Attributes: rows.AttributesOf(a)})
+			UID: fmt.Sprint(i)}, rows.AttributesOf(a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,5 +83,26 @@ func TestLabelValues(t *testing.T) {
 	}
 	if got := labelValue([]any{"a", int64(1)}); got != `["a",1]` {
 		t.Errorf("a list: %q", got)
+	}
+}
+
+// TestMayHoldNumbers: the check that spares decoding never misses a
+// number value.
+func TestMayHoldNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want bool
+	}{
+		{`{}`, false},
+		{`{"image":"none","v":"x"}`, false},
+		{`{"a":null,"b":true,"c":[],"d":{"e":"f"}}`, false},
+		{`{"n":0}`, true},
+		{`{"n":-1.5}`, true},
+		{`{"a":"b","n":1e3}`, true},
+		{`{"image":"web:1"}`, true}, // a false yes: decoded, no number found
+	} {
+		if got := mayHoldNumbers([]byte(tc.json)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.json, got, tc.want)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 func row(t *testing.T, name, uid, image string) *rows.Row {
 	t.Helper()
-	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: name, UID: uid, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: name, UID: uid}, rows.AttributesOf(map[string]any{"image": image}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,7 @@ func benchRows(b *testing.B, n int, image string, changed int) []*rows.Row {
 			img = image
 		}
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("ns-%d", i%50),
-			Name: fmt.Sprintf("cm-%05d", i), UID: fmt.Sprintf("u%05d", i),
-			Attributes: rows.AttributesOf(map[string]any{"image": img, "replicas": i % 9})})
+			Name: fmt.Sprintf("cm-%05d", i), UID: fmt.Sprintf("u%05d", i)}, rows.AttributesOf(map[string]any{"image": img, "replicas": i % 9}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -160,8 +159,7 @@ func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 				next := append([]*rows.Row(nil), base[100:]...)
 				for j := 0; j < 100; j++ {
 					r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("ns-%d", j%50),
-						Name: fmt.Sprintf("new-%05d-%03d", version, j), UID: fmt.Sprintf("n%05d-%03d", version, j),
-						Attributes: rows.AttributesOf(map[string]any{"image": "app:1", "replicas": j % 9})})
+						Name: fmt.Sprintf("new-%05d-%03d", version, j), UID: fmt.Sprintf("n%05d-%03d", version, j)}, rows.AttributesOf(map[string]any{"image": "app:1", "replicas": j % 9}))
 					if err != nil {
 						b.Fatal(err)
 					}

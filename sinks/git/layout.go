@@ -1,6 +1,7 @@
 package git
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -147,17 +148,13 @@ func (l Layout) renderItem(r *rows.Row) ([]byte, error) {
 	var payload []byte
 	switch l.Content {
 	case "attributes":
-		b, err := json.Marshal(r.Attributes)
-		if err != nil {
-			return nil, err
-		}
-		payload = b
+		payload = r.AttributesJSON()
 	case "manifest":
 		key := l.ManifestKey
 		if key == "" {
 			key = "resource"
 		}
-		m, ok := r.Attributes.Lookup(key)
+		m, ok := r.Attributes().Lookup(key)
 		if !ok {
 			return nil, fmt.Errorf("row %s/%s has no %q attribute to write as a manifest", r.Namespace, r.Name, key)
 		}
@@ -315,7 +312,10 @@ func manifestKey(snap *rows.Snapshot) (string, bool) {
 	key := ""
 	for _, r := range snap.Rows {
 		found := ""
-		for _, a := range r.Attributes {
+		if !bytes.Contains(r.AttributesJSON(), []byte(`"apiVersion":`)) {
+			return "", false // no manifest: its attributes need no decoding
+		}
+		for _, a := range r.Attributes() {
 			m, ok := a.Value.(map[string]any)
 			if !ok {
 				continue

@@ -18,7 +18,7 @@ func FuzzLayoutPaths(f *testing.F) {
 	f.Add("{uid}/.{sourceName}", ".", "...", "", "./{namespace}/./x")
 	f.Fuzz(func(t *testing.T, itemTmpl, ns, name, kind, docTmpl string) {
 		l := Layout{Mode: "perResource", ItemPath: itemTmpl, DocumentPath: docTmpl}
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: ns, TargetName: name, Kind: kind, Version: "v1"}, Namespace: ns, Name: name, UID: name})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: ns, TargetName: name, Kind: kind, Version: "v1"}, Namespace: ns, Name: name, UID: name}, nil)
 		if err != nil {
 			return
 		}

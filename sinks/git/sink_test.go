@@ -45,8 +45,7 @@ func remote(t *testing.T) string {
 
 func row(t *testing.T, name, image string) *rows.Row {
 	t.Helper()
-	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: name, UID: "uid-" + name,
-		Attributes: rows.AttributesOf(map[string]any{"image": image, "replicas": 2})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: name, UID: "uid-" + name}, rows.AttributesOf(map[string]any{"image": image, "replicas": 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +212,8 @@ func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u", Attributes: rows.AttributesOf(map[string]any{"containerCount": 1,
-		"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u"}, rows.AttributesOf(map[string]any{"containerCount": 1,
+		"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"replicas": 2}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +316,7 @@ func TestLayoutPathsStayOutOfGitAndCIFolders(t *testing.T) {
 // profile, is the same files whatever the parts.
 func TestOnlyDocumentsWantParts(t *testing.T) {
 	plain := row(t, "a", "x:1")
-	manifest, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u", Attributes: rows.AttributesOf(map[string]any{"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}})})
+	manifest, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "apps", Name: "api", UID: "u"}, rows.AttributesOf(map[string]any{"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,8 +182,7 @@ func TestATreeEditWritesWhatGitWrites(t *testing.T) {
 
 func TestPairFindsWhatStayedLeftAndArrived(t *testing.T) {
 	mk := func(name, image string) *rows.Row {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: name,
-			Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: name}, rows.AttributesOf(map[string]any{"image": image}))
 		if err != nil {
 			t.Fatal(err)
 		}

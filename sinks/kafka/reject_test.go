@@ -22,7 +22,7 @@ func TestARecordOverTheBrokerLimitIsSetAside(t *testing.T) {
 	defer s.Close()
 	id := rows.Identity{Namespace: "default", Name: "inv"}
 	big, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "default", Name: "huge",
-		UID: "uid-huge", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 1<<20)})})
+		UID: "uid-huge"}, rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 1<<20)}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,8 +93,8 @@ func TestDocumentsAsPortalsReadThem(t *testing.T) {
 	srv := mongotest.Start(t)
 	ctx := context.Background()
 	s := newSink(t, mongodb.Config{URI: srv.URI, Database: "inventory", Collection: "items", Cluster: "east"})
-	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "", Name: "web", UID: "u-1", Attributes: rows.AttributesOf(map[string]any{"replicas": int64(3), "ratio": 0.5,
-		"images": []any{"web:1", "sidecar:2"}, "labels": map[string]any{"tier": "front"}, "paused": false, "owner": nil})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "", Name: "web", UID: "u-1"}, rows.AttributesOf(map[string]any{"replicas": int64(3), "ratio": 0.5,
+		"images": []any{"web:1", "sidecar:2"}, "labels": map[string]any{"tier": "front"}, "paused": false, "owner": nil}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestARowTheServerRefusesIsSetAside(t *testing.T) {
 	coll := srv.Client(t).Database("inventory").Collection("items")
 	id := rows.Identity{Namespace: "default", Name: "labels"}
 	labelled := func(key string) *rows.Row {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: "app-0003", UID: "uid-0003", Attributes: rows.AttributesOf(map[string]any{"labels": map[string]any{key: "shop"}})})
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: "app-0003", UID: "uid-0003"}, rows.AttributesOf(map[string]any{"labels": map[string]any{key: "shop"}}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,7 +92,7 @@ func TestACheckpointNeverHidesARowSetAside(t *testing.T) {
 	b := &sinktest.Binding{Backend: first}
 	grown := func(size int) *rows.Row {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "default", Name: "grows",
-			UID: "uid-grows", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", size)})})
+			UID: "uid-grows"}, rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", size)}))
 		if err != nil {
 			t.Fatal(err)
 		}

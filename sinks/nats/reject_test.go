@@ -25,7 +25,7 @@ func TestAMessageOverTheServerLimitIsSetAside(t *testing.T) {
 	id := rows.Identity{Namespace: "default", Name: "inv"}
 	rs := sinktest.Rows(5, "1")
 	big, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "default", Name: "huge",
-		UID: "uid-huge", Attributes: rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 8000)})})
+		UID: "uid-huge"}, rows.AttributesOf(map[string]any{"blob": strings.Repeat("x", 8000)}))
 	if err != nil {
 		t.Fatal(err)
 	}

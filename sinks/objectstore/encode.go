@@ -170,8 +170,10 @@ var identityColumns = []string{"cluster", "inventory_namespace", "inventory_name
 // strings as they are, other values as compact JSON, absent ones empty.
 func (e *encoder) csv(o object) ([]byte, error) {
 	names := map[string]bool{}
-	for _, r := range o.rows {
-		for _, a := range r.Attributes {
+	decoded := make([]rows.Attributes, len(o.rows))
+	for j, r := range o.rows {
+		decoded[j] = r.Attributes()
+		for _, a := range decoded[j] {
 			names[a.Name] = true
 		}
 	}
@@ -187,11 +189,11 @@ func (e *encoder) csv(o object) ([]byte, error) {
 		return nil, err
 	}
 	line := make([]string, len(header))
-	for _, r := range o.rows {
+	for j, r := range o.rows {
 		copy(line, []string{e.cluster, o.id.Namespace, o.id.Name, r.TargetNamespace, r.TargetName,
 			r.Namespace, r.Name, r.UID, r.Group, r.Version, r.Kind})
 		for i, a := range attrs {
-			v, ok := r.Attributes.Lookup(a)
+			v, ok := decoded[j].Lookup(a)
 			if !ok || v == nil {
 				line[len(identityColumns)+i] = ""
 				continue
@@ -311,10 +313,7 @@ func (e *encoder) parquet(o object) ([]byte, error) {
 	w := parquet.NewWriter(&b, opts...)
 	at := e.now().UTC()
 	for _, r := range o.rows {
-		attrJSON, err := json.Marshal(r.Attributes)
-		if err != nil {
-			return nil, err
-		}
+		attrJSON, decoded := r.AttributesJSON(), r.Attributes()
 		rec := map[string]any{
 			"cluster": e.cluster, "inventory_namespace": o.id.Namespace, "inventory_name": o.id.Name,
 			"target_namespace": r.TargetNamespace, "target_name": r.TargetName, "namespace": r.Namespace,
@@ -326,7 +325,7 @@ func (e *encoder) parquet(o object) ([]byte, error) {
 		}
 		for i, a := range attrs {
 			rec[cols[i]] = nil
-			if v, ok := r.Attributes.Lookup(a); ok && v != nil {
+			if v, ok := decoded.Lookup(a); ok && v != nil {
 				s, err := cell(v)
 				if err != nil {
 					return nil, err

@@ -42,8 +42,7 @@ func TestCSVColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := rows.Identity{Namespace: "ops", Name: "inv", Generation: 2}
-	r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ops", TargetName: "apps", Version: "v1", Kind: "ConfigMap"}, Namespace: "shop", Name: "web", UID: "u1",
-		Attributes: rows.AttributesOf(map[string]any{"replicas": 3, "image": "web:1", "labels": map[string]any{"a": "b"}})})
+	r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ops", TargetName: "apps", Version: "v1", Kind: "ConfigMap"}, Namespace: "shop", Name: "web", UID: "u1"}, rows.AttributesOf(map[string]any{"replicas": 3, "image": "web:1", "labels": map[string]any{"a": "b"}}))
 	if _, err := st.Export(context.Background(), rows.NewSnapshot(id, []*rows.Row{r}, time.Now())); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestParseEndpoint(t *testing.T) {
 // A per-row path names the core group "core" and a cluster-scoped
 // object's namespace "_cluster", so no segment is ever empty.
 func TestPerRowPathsOfCoreAndClusterScopedObjects(t *testing.T) {
-	r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ops", TargetName: "nodes", Version: "v1", Kind: "Node"}, Name: "node-1", UID: "u1"})
+	r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ops", TargetName: "nodes", Version: "v1", Kind: "Node"}, Name: "node-1", UID: "u1"}, nil)
 	paths, err := objectstore.Paths(objectstore.Config{Layout: "perResource", PathTemplate: "{group}/{sourceNamespace}/{kind}/{sourceName}.json"},
 		rows.NewSnapshot(rows.Identity{Namespace: "ops", Name: "inv"}, []*rows.Row{r}, time.Now()))
 	if err != nil || len(paths) != 1 || paths[0] != "core/_cluster/node/node-1.json" {

@@ -13,8 +13,7 @@ import (
 
 func row(t *testing.T, name, value string) *rows.Row {
 	t.Helper()
-	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: "uid-" + name,
-		Attributes: rows.AttributesOf(map[string]any{"value": value})})
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: name, UID: "uid-" + name}, rows.AttributesOf(map[string]any{"value": value}))
 	if err != nil {
 		t.Fatal(err)
 	}

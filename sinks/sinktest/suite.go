@@ -98,8 +98,7 @@ func Rows(n int, version string) []*rows.Row {
 	out := make([]*rows.Row, 0, n)
 	for i := range n {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo",
-			Name: fmt.Sprintf("app-%04d", i), UID: fmt.Sprintf("uid-%04d", i),
-			Attributes: rows.AttributesOf(map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"})})
+			Name: fmt.Sprintf("app-%04d", i), UID: fmt.Sprintf("uid-%04d", i)}, rows.AttributesOf(map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"}))
 		if err != nil {
 			panic(err)
 		}

@@ -92,7 +92,7 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	if e.PerNamespace {
 		targetNS = objNS
 	}
-	row, err := rows.New(rows.Row{Origin: e.origin(targetNS, rowGVK), Namespace: objNS, Name: name, UID: uid, Attributes: attrs})
+	row, err := rows.New(rows.Row{Origin: e.origin(targetNS, rowGVK), Namespace: objNS, Name: name, UID: uid}, attrs)
 	if err != nil {
 		return nil, fmt.Errorf("row: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Attribute is one named value of a row.
@@ -99,6 +100,54 @@ func (as *Attributes) UnmarshalJSON(b []byte) error {
 	}
 	*as = AttributesOf(m)
 	return nil
+}
+
+// decodeAttributes reads a JSON object written by appendAttributes (null
+// gives nil), its keys in order: numbers that are integers as int64,
+// others as float64, as a Kubernetes object's values decode.
+func decodeAttributes(b []byte) (Attributes, error) {
+	if string(b) == "null" || b == nil {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if _, err := d.Token(); err != nil { // {
+		return nil, fmt.Errorf("attributes: %w", err)
+	}
+	out := Attributes{}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("attributes: %w", err)
+		}
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("attributes: %w", err)
+		}
+		out = append(out, Attribute{Name: k.(string), Value: numbers(v)})
+	}
+	return out, nil
+}
+
+// numbers replaces the json.Number values in v by int64 or float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return i
+		}
+		f, _ := strconv.ParseFloat(string(v), 64) // encoding/json wrote it from a float64
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	}
+	return v
 }
 
 // appendAttributes writes as as a JSON object; as must be in name order.

@@ -22,7 +22,7 @@ func TestAttributes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.in)
-			r, err := New(Row{Name: "n", Attributes: tc.in})
+			r, err := New(Row{Name: "n"}, tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,7 +36,17 @@ func TestAttributes(t *testing.T) {
 			if string(env.Attributes) != tc.json {
 				t.Fatalf("JSON %s, want %s", env.Attributes, tc.json)
 			}
-			m, err := json.Marshal(r.Attributes) // the same as the canonical row
+			if m := r.AttributesJSON(); string(m) != tc.json {
+				t.Fatalf("AttributesJSON %s, want %s", m, tc.json)
+			}
+			want := Attributes{}
+			if tc.in != nil {
+				want = normalize(tc.in)
+			}
+			if got := r.Attributes(); !reflect.DeepEqual(got, want) { // decoded as they were given
+				t.Fatalf("Attributes %#v, want %#v", got, want)
+			}
+			m, err := json.Marshal(want) // the same as the canonical row
 			if err != nil || string(m) != tc.json {
 				t.Fatalf("MarshalJSON %s (%v), want %s", m, err, tc.json)
 			}
@@ -47,12 +57,12 @@ func TestAttributes(t *testing.T) {
 			if b, _ := json.Marshal(back); string(b) != tc.json || !back.Sorted() {
 				t.Fatalf("round trip %s, want %s", b, tc.json)
 			}
-			for _, a := range r.Attributes {
-				if v, ok := r.Attributes.Lookup(a.Name); !ok || !reflect.DeepEqual(v, a.Value) {
+			for _, a := range want {
+				if v, ok := r.Attributes().Lookup(a.Name); !ok || !reflect.DeepEqual(v, a.Value) {
 					t.Fatalf("Lookup(%q) = %v, %v", a.Name, v, ok)
 				}
 			}
-			if _, ok := r.Attributes.Lookup("absent"); ok || r.Attributes.Get("absent") != nil {
+			if _, ok := r.Attributes().Lookup("absent"); ok || r.Attributes().Get("absent") != nil {
 				t.Fatal("an absent name was found")
 			}
 		})

@@ -16,7 +16,7 @@ func TestDiffWalkAgreesWithMatchingByKey(t *testing.T) {
 	for seed := range uint64(500) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		build := func(target, name, uid, version, value string) *Row {
-			r, err := New(Row{Origin: &Origin{TargetNamespace: "ns", TargetName: target, Version: version, Kind: "ConfigMap"}, Namespace: "app", Name: name, UID: uid, Attributes: Attributes{{Name: "v", Value: value}}})
+			r, err := New(Row{Origin: &Origin{TargetNamespace: "ns", TargetName: target, Version: version, Kind: "ConfigMap"}, Namespace: "app", Name: name, UID: uid}, Attributes{{Name: "v", Value: value}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func BenchmarkDiff(b *testing.B) {
 	var prev []*Row
 	for i := range 100_000 {
 		r, err := New(Row{Origin: &Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: fmt.Sprintf("team-%02d", i%20), Name: fmt.Sprintf("cm-%06d", i),
-			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7), Attributes: Attributes{{Name: "v", Value: "x"}}})
+			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7)}, Attributes{{Name: "v", Value: "x"}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,9 +89,7 @@ func BenchmarkDiff(b *testing.B) {
 	p := NewSnapshot(id, prev, time.Time{})
 	next := slices.Clone(p.Rows)
 	for i := 0; i < len(next); i += 100 {
-		r := *next[i]
-		r.Attributes = Attributes{{Name: "v", Value: "y"}}
-		c, err := New(r)
+		c, err := New(*next[i], Attributes{{Name: "v", Value: "y"}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,7 +127,7 @@ func BenchmarkChecksum(b *testing.B) {
 	rs := make([]*Row, 0, 100_000)
 	for i := range 100_000 {
 		r, err := New(Row{Origin: origin, Namespace: fmt.Sprintf("team-%02d", i%20), Name: fmt.Sprintf("cm-%06d", i),
-			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7), Attributes: Attributes{{Name: "v", Value: "x"}}})
+			UID: fmt.Sprintf("%08x-1b2c-4d5e-8f90-%012x", i, i*7)}, Attributes{{Name: "v", Value: "x"}})
 		if err != nil {
 			b.Fatal(err)
 		}

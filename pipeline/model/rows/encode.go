@@ -31,7 +31,7 @@ type spans struct{ namespace, name, uid int }
 // encode writes r's own JSON (see above), without reflection for the
 // common values (strings, integers, booleans, null). Anything else goes
 // through encoding/json.
-func encode(r *Row) (string, spans, error) {
+func encode(r *Row, attrs Attributes) (string, spans, error) {
 	// Built in a pooled scratch buffer and copied out at its exact size:
 	// rows live as long as their objects, so spare capacity would be kept.
 	scratch := scratchPool.Get().(*[]byte)
@@ -46,11 +46,11 @@ func encode(r *Row) (string, spans, error) {
 	b = append(b, `,"uid":`...)
 	b, at.uid = appendSpan(b, r.UID)
 	b = append(b, `,"attributes":`...)
-	if r.Attributes == nil {
+	if attrs == nil {
 		b = append(b, "null"...)
 	} else {
 		var err error
-		if b, err = appendAttributes(b, r.Attributes); err != nil {
+		if b, err = appendAttributes(b, attrs); err != nil {
 			return "", spans{}, err
 		}
 	}
@@ -93,6 +93,12 @@ func (o *Origin) size() int {
 func split(own string) int {
 	i := skipString(own, len(`"namespace":`))
 	return skipString(own, i+len(`,"name":`))
+}
+
+// attributesAt is where a row's own JSON holds its attributes' value.
+func attributesAt(own string) int {
+	i := skipString(own, split(own)+len(`,"uid":`))
+	return i + len(`,"attributes":`)
 }
 
 // skipString returns the index just past the JSON string that starts at

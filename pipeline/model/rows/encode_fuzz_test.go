@@ -3,6 +3,7 @@ package rows
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -28,7 +29,7 @@ func FuzzEncodeIsEncodingJSON(f *testing.F) {
 			if err != nil {
 				return
 			}
-			r, err := New(Row{Origin: origin, Namespace: id[0], Name: id[1], UID: name, Attributes: AttributesOf(a)})
+			r, err := New(Row{Origin: origin, Namespace: id[0], Name: id[1], UID: name}, AttributesOf(a))
 			if err != nil {
 				t.Fatalf("encode failed where encoding/json did not: %v", err)
 			}
@@ -36,8 +37,11 @@ func FuzzEncodeIsEncodingJSON(f *testing.F) {
 				t.Fatalf("encode (size %d):\n%s\nencoding/json:\n%s", r.Size(), got, want)
 			}
 			built[i] = r.JSON()
+			if got, want := generic(t, mustMarshal(t, r.Attributes())), generic(t, string(r.AttributesJSON())); !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded attributes %v, the JSON's %v", got, want)
+			}
 			if i == 1 {
-				first, _ := New(Row{Origin: origin, Namespace: ns, Name: name, UID: name, Attributes: AttributesOf(a)})
+				first, _ := New(Row{Origin: origin, Namespace: ns, Name: name, UID: name}, AttributesOf(a))
 				var order byJSON
 				if got, want := order.compare(first, r), bytes.Compare(built[0], built[1]); got != want {
 					t.Fatalf("rows of one origin compare %d, their JSON %d:\n%s\n%s", got, want, built[0], built[1])

@@ -2,6 +2,7 @@ package rows
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -50,8 +51,8 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := Row{Origin: &Origin{TargetNamespace: u.TargetNamespace, TargetName: u.TargetName, Group: u.Group, Version: u.Version, Kind: u.Kind},
-			Namespace: u.Namespace, Name: u.Name, UID: u.UID, Attributes: u.Attributes}
-		own, _, err := encode(&r)
+			Namespace: u.Namespace, Name: u.Name, UID: u.UID}
+		own, _, err := encode(&r, u.Attributes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,21 +61,26 @@ func TestEncodeIsEncodingJSON(t *testing.T) {
 		if got := withOwn.JSON(); string(got) != string(want) || withOwn.Size() != len(want) {
 			t.Errorf("encode\n got %s (size %d)\nwant %s", got, withOwn.Size(), want)
 		}
-		if m, err := json.Marshal(r); err != nil || string(m) != string(want) {
-			t.Errorf("marshal a row New did not build\n got %s (%v)\nwant %s", m, err, want)
+		if u.Attributes == nil { // a row New did not build has none; New gives a row none as {}
+			if m, err := json.Marshal(r); err != nil || string(m) != string(want) {
+				t.Errorf("marshal a row New did not build\n got %s (%v)\nwant %s", m, err, want)
+			}
+			continue
 		}
-		if u.Attributes == nil {
-			continue // New gives a row no attributes as {}
-		}
-		built, err := New(r)
+		built, err := New(r, u.Attributes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if m, err := json.Marshal(built); err != nil || string(m) != string(want) || string(built.JSON()) != string(want) {
 			t.Errorf("marshal a built row\n got %s (%v)\nwant %s", m, err, want)
 		}
+		// Decoded attributes hold the values given (invalid UTF-8 aside,
+		// which the JSON holds as U+FFFD).
+		if got, want := generic(t, mustMarshal(t, built.Attributes())), generic(t, mustMarshal(t, u.Attributes)); !reflect.DeepEqual(got, want) {
+			t.Errorf("decoded attributes\n got %v\nwant %v", got, want)
+		}
 	}
-	if _, _, err := encode(&Row{Origin: &Origin{}, Attributes: AttributesOf(map[string]any{"ch": make(chan int)})}); err == nil {
+	if _, _, err := encode(&Row{Origin: &Origin{}}, AttributesOf(map[string]any{"ch": make(chan int)})); err == nil {
 		t.Error("an unencodable attribute gave no error")
 	}
 }
@@ -94,7 +100,7 @@ func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
 	}
 	for _, tc := range cases {
 		in := Row{Origin: &Origin{TargetNamespace: "t", TargetName: "n", Version: "v1", Kind: "K"}, Namespace: tc.namespace, Name: tc.name, UID: tc.uid}
-		r, err := New(in)
+		r, err := New(in, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +125,7 @@ func TestARowKeepsItsObjectsStringsInItsJSON(t *testing.T) {
 // attributes share it; they are still different rows.
 func TestEqualComparesTheWholeJSON(t *testing.T) {
 	build := func(o Origin) *Row {
-		r, err := New(Row{Origin: &o, Namespace: "ns", Name: "n", UID: "u", Attributes: Attributes{{Name: "a", Value: "b"}}})
+		r, err := New(Row{Origin: &o, Namespace: "ns", Name: "n", UID: "u"}, Attributes{{Name: "a", Value: "b"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,4 +147,23 @@ func TestEqualComparesTheWholeJSON(t *testing.T) {
 			t.Errorf("a row of %+v equals one of %+v", o, base)
 		}
 	}
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// generic decodes JSON as encoding/json does into an any.
+func generic(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -12,7 +12,7 @@ import (
 // are written; the unchanged row costs nothing.
 func ExampleDiff() {
 	row := func(name, image string) *rows.Row {
-		r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: name, UID: "uid-" + name, Attributes: rows.AttributesOf(map[string]any{"image": image})})
+		r, _ := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: name, UID: "uid-" + name}, rows.AttributesOf(map[string]any{"image": image}))
 		return r
 	}
 	id := rows.Identity{Namespace: "shop", Name: "inventory", Generation: 1}
@@ -22,7 +22,7 @@ func ExampleDiff() {
 
 	d := rows.Diff(before, after)
 	for _, r := range d.Upserts {
-		fmt.Println("upsert", r.Name, r.Attributes.Get("image"))
+		fmt.Println("upsert", r.Name, r.Attributes().Get("image"))
 	}
 	for _, r := range d.Deletes {
 		fmt.Println("delete", r.Name)

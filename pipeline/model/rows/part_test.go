@@ -26,7 +26,7 @@ func partRows(t *testing.T, n int) []*rows.Row {
 		if i%3 == 0 {
 			origin = cronJobs
 		}
-		r, err := rows.New(rows.Row{Origin: origin, Namespace: "demo", Name: fmt.Sprintf("app-%03d", i), UID: fmt.Sprintf("uid-%03d", (i*37)%n), Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", (i*53)%200)})})
+		r, err := rows.New(rows.Row{Origin: origin, Namespace: "demo", Name: fmt.Sprintf("app-%03d", i), UID: fmt.Sprintf("uid-%03d", (i*37)%n)}, rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", (i*53)%200)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestPartition(t *testing.T) {
 func TestARowTooLargeForTheCeiling(t *testing.T) {
 	rs := partRows(t, 10)
 	big, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "shop", TargetName: "deployments", Version: "v1", Kind: "Deployment"}, Namespace: "demo", Name: "huge",
-		UID: "uid-huge", Attributes: rows.AttributesOf(map[string]any{"pad": strings.Repeat("y", 5000)})})
+		UID: "uid-huge"}, rows.AttributesOf(map[string]any{"pad": strings.Repeat("y", 5000)}))
 	if err != nil {
 		t.Fatal(err)
 	}

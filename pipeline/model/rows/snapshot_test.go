@@ -10,9 +10,9 @@ import (
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
-func mustRow(t *testing.T, r rows.Row) *rows.Row {
+func mustRow(t *testing.T, r rows.Row, attrs rows.Attributes) *rows.Row {
 	t.Helper()
-	row, err := rows.New(r)
+	row, err := rows.New(r, attrs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,9 +20,9 @@ func mustRow(t *testing.T, r rows.Row) *rows.Row {
 }
 
 func TestSnapshotOrderChecksumAndEnvelope(t *testing.T) {
-	a := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "b", Name: "x", UID: "2",
-		Attributes: rows.AttributesOf(map[string]any{"z": 1, "a": "<&>"})})
-	b := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "Pod"}, Namespace: "a", Name: "y", UID: "1"})
+	a := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "b", Name: "x", UID: "2"},
+		rows.AttributesOf(map[string]any{"z": 1, "a": "<&>"}))
+	b := mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "Pod"}, Namespace: "a", Name: "y", UID: "1"}, nil)
 	at := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
 	snap := rows.NewSnapshot(rows.Identity{Namespace: "default", Name: "inv", Generation: 3}, []*rows.Row{a, b}, at)
 
@@ -73,7 +73,7 @@ func TestEmptySnapshotHasEmptyItems(t *testing.T) {
 
 func TestCompareMatchesSortKey(t *testing.T) {
 	mk := func(tns, tn, ns, n, uid string) *rows.Row {
-		return mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: tns, TargetName: tn, Version: "v1", Kind: "K"}, Namespace: ns, Name: n, UID: uid})
+		return mustRow(t, rows.Row{Origin: &rows.Origin{TargetNamespace: tns, TargetName: tn, Version: "v1", Kind: "K"}, Namespace: ns, Name: n, UID: uid}, nil)
 	}
 	all := []*rows.Row{mk("a", "t", "n", "x", "1"), mk("a", "t", "n", "xy", "1"), mk("a", "tt", "", "x", "1"),
 		mk("ab", "", "", "", ""), mk("a", "t", "n", "x", "0"), mk("", "z", "z", "z", "z")}

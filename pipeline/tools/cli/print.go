@@ -52,7 +52,7 @@ func table(w io.Writer, records []record, wide bool) error {
 	names := map[string]bool{}
 	for _, r := range records {
 		for _, row := range r.snap.Rows {
-			for _, a := range row.Attributes {
+			for _, a := range row.Attributes() {
 				names[a.Name] = true
 			}
 		}
@@ -71,8 +71,9 @@ func table(w io.Writer, records []record, wide bool) error {
 	for _, r := range records {
 		for _, row := range r.snap.Rows {
 			line := []string{r.TargetNamespace + "/" + r.TargetName, row.Namespace, row.Name, row.Kind}
+			as := row.Attributes()
 			for _, c := range cols {
-				line = append(line, cell(row.Attributes, c, wide))
+				line = append(line, cell(as, c, wide))
 			}
 			fmt.Fprintln(tw, strings.Join(line, "\t"))
 		}

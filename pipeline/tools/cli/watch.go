@@ -158,9 +158,10 @@ func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
 		_, err = fmt.Fprintf(o.w, "%s\n", b)
 		return err
 	}
-	attrs := make([]string, 0, len(row.Attributes))
-	for _, a := range row.Attributes { // in name order
-		attrs = append(attrs, a.Name+"="+cell(row.Attributes, a.Name, o.format == "wide"))
+	as := row.Attributes()
+	attrs := make([]string, 0, len(as))
+	for _, a := range as { // in name order
+		attrs = append(attrs, a.Name+"="+cell(as, a.Name, o.format == "wide"))
 	}
 	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", time.Now().Format("15:04:05"), strings.ToUpper(typ),
 		tr.target.Namespace, tr.target.Name, row.Namespace, row.Name, row.Kind, strings.Join(attrs, " "))

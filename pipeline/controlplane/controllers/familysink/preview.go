@@ -27,8 +27,7 @@ const PreviewAnnotation = "kollect.dev/preview"
 func sample() *rows.Snapshot {
 	r, _ := rows.New(rows.Row{
 		Origin:    &rows.Origin{TargetNamespace: "team-a", TargetName: "deployments", Group: "apps", Version: "v1", Kind: "Deployment"},
-		Namespace: "team-a", Name: "api", UID: "00000000-0000-0000-0000-000000000001",
-		Attributes: rows.AttributesOf(map[string]any{"image": "ghcr.io/example/api:1.0.0"})})
+		Namespace: "team-a", Name: "api", UID: "00000000-0000-0000-0000-000000000001"}, rows.AttributesOf(map[string]any{"image": "ghcr.io/example/api:1.0.0"}))
 	return rows.NewSnapshot(rows.Identity{Namespace: "team-a", Name: "api", Generation: 1}, []*rows.Row{r}, time.Unix(0, 0).UTC())
 }
 
