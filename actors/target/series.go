@@ -162,7 +162,7 @@ func labelValue(v any) string {
 // mayHoldNumbers reports whether compact attributes JSON may hold a number
 // as a value: one follows a colon directly. A string holding such a colon
 // ("nginx:1.25") is a false yes, never a false no.
-func mayHoldNumbers(b []byte) bool {
+func mayHoldNumbers(b string) bool {
 	for i := 0; i+1 < len(b); i++ {
 		if c := b[i+1]; b[i] == ':' && (c == '-' || c >= '0' && c <= '9') {
 			return true

@@ -101,7 +101,7 @@ func TestMayHoldNumbers(t *testing.T) {
 		{`{"a":"b","n":1e3}`, true},
 		{`{"image":"web:1"}`, true}, // a false yes: decoded, no number found
 	} {
-		if got := mayHoldNumbers([]byte(tc.json)); got != tc.want {
+		if got := mayHoldNumbers(tc.json); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.json, got, tc.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -148,7 +147,7 @@ func (l Layout) renderItem(r *rows.Row) ([]byte, error) {
 	var payload []byte
 	switch l.Content {
 	case "attributes":
-		payload = r.AttributesJSON()
+		payload = []byte(r.AttributesJSON())
 	case "manifest":
 		key := l.ManifestKey
 		if key == "" {
@@ -312,7 +311,7 @@ func manifestKey(snap *rows.Snapshot) (string, bool) {
 	key := ""
 	for _, r := range snap.Rows {
 		found := ""
-		if !bytes.Contains(r.AttributesJSON(), []byte(`"apiVersion":`)) {
+		if !strings.Contains(r.AttributesJSON(), `"apiVersion":`) {
 			return "", false // no manifest: its attributes need no decoding
 		}
 		for _, a := range r.Attributes() {

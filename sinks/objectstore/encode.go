@@ -313,7 +313,7 @@ func (e *encoder) parquet(o object) ([]byte, error) {
 	w := parquet.NewWriter(&b, opts...)
 	at := e.now().UTC()
 	for _, r := range o.rows {
-		attrJSON, decoded := r.AttributesJSON(), r.Attributes()
+		attrJSON, decoded := []byte(r.AttributesJSON()), r.Attributes()
 		rec := map[string]any{
 			"cluster": e.cluster, "inventory_namespace": o.id.Namespace, "inventory_name": o.id.Name,
 			"target_namespace": r.TargetNamespace, "target_name": r.TargetName, "namespace": r.Namespace,

@@ -106,7 +106,7 @@ func (as *Attributes) UnmarshalJSON(b []byte) error {
 // gives nil), its keys in order: numbers that are integers as int64,
 // others as float64, as a Kubernetes object's values decode.
 func decodeAttributes(b []byte) (Attributes, error) {
-	if string(b) == "null" || b == nil {
+	if string(b) == "null" || len(b) == 0 {
 		return nil, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(b))

@@ -36,7 +36,7 @@ func TestAttributes(t *testing.T) {
 			if string(env.Attributes) != tc.json {
 				t.Fatalf("JSON %s, want %s", env.Attributes, tc.json)
 			}
-			if m := r.AttributesJSON(); string(m) != tc.json {
+			if m := r.AttributesJSON(); m != tc.json {
 				t.Fatalf("AttributesJSON %s, want %s", m, tc.json)
 			}
 			want := Attributes{}

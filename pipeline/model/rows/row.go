@@ -125,7 +125,7 @@ func (r *Row) Size() int {
 // integers as int64, others as float64, objects as map[string]any, as a
 // Kubernetes object's values decode. A row New did not build has none.
 func (r *Row) Attributes() Attributes {
-	as, err := decodeAttributes(r.AttributesJSON())
+	as, err := decodeAttributes([]byte(r.AttributesJSON()))
 	if err != nil { // New wrote the JSON: it always decodes
 		panic(fmt.Sprintf("rows: a row's own JSON does not decode: %v", err))
 	}
@@ -133,12 +133,13 @@ func (r *Row) Attributes() Attributes {
 }
 
 // AttributesJSON is the row's attributes as its JSON holds them: a JSON
-// object, keys sorted, in a new slice (nil for a row New did not build).
-func (r *Row) AttributesJSON() []byte {
+// object, keys sorted ("" for a row New did not build). It is part of the
+// row's own string: reading it allocates nothing.
+func (r *Row) AttributesJSON() string {
 	if r.raw == "" {
-		return nil
+		return ""
 	}
-	return []byte(r.raw[attributesAt(r.raw) : len(r.raw)-1])
+	return r.raw[attributesAt(r.raw) : len(r.raw)-1]
 }
 
 // MarshalJSON writes the canonical JSON, encoding a row New did not build
