@@ -2,10 +2,13 @@ package git_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/git"
 )
 
@@ -63,4 +66,78 @@ func TestTheMirrorsGarbageIsCollected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestASingleWritersMirrorHoldsNoGarbage: each export that adds or removes
+// a file replaces the owned record; the sink deletes the record it pushed
+// over from the mirror itself, so a lone writer's mirror holds no garbage
+// without a collection, and a second process on the same mirror reads the
+// record back and exports on.
+func TestASingleWritersMirrorHoldsNoGarbage(t *testing.T) {
+	bare := remote(t)
+	mirror := t.TempDir()
+	cfg := git.Config{URL: "file://" + bare, MirrorDir: mirror, GCEvery: 1 << 30,
+		Layout: git.Layout{Mode: "perResource", Content: "attributes", ItemPath: "apps/{sourceName}{extension}"}}
+	ctx := context.Background()
+	export := func(s *git.Sink, names ...string) {
+		t.Helper()
+		var rs []*rows.Row
+		for _, n := range names {
+			rs = append(rs, row(t, n, n+":1"))
+		}
+		if _, err := s.Export(ctx, snap(rs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := git.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("app-%02d", i))
+		if i%3 == 2 {
+			names = names[1:] // one file removed, one added
+		}
+		export(s, names...)
+	}
+	if left := unreachable(t, mirror); len(left) > 0 {
+		t.Fatalf("%d unreachable objects in the mirror after 12 exports: %v", len(left), left)
+	}
+	export(s) // the record owns nothing: the empty tree
+	export(s, names...)
+	// fsck fails too on an object reached but missing.
+	if left := garbage(t, mirror); len(left) > 0 {
+		t.Fatalf("%d unreachable objects in the mirror after the record was empty: %v", len(left), left)
+	}
+	again, err := git.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export(again, names[2:]...)
+	if left := garbage(t, mirror); len(left) > 0 {
+		t.Fatalf("%d unreachable objects in the mirror after a second process's export: %v", len(left), left)
+	}
+	got := strings.Fields(gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main", "apps"))
+	want := []string{}
+	for _, n := range names[2:] {
+		want = append(want, "apps/"+n+".yaml")
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the remote holds %v, want %v", got, want)
+	}
+	gitCmd(t, bare, "fsck", "--strict", "--no-progress")
+}
+
+// garbage lists the mirror's unreachable objects but the empty tree, which
+// is never deleted (a commit of the branch may have it).
+func garbage(t *testing.T, mirror string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range unreachable(t, mirror) {
+		if len(f) == 40 && f != "4b825dc642cb6eb9a060e54bf8d69288fbee4904" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

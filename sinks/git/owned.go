@@ -71,6 +71,10 @@ type ownedList struct {
 	commit  plumbing.Hash
 	files   plumbing.Hash   // the files/ tree
 	objects []plumbing.Hash // the objects the remote lacks, the commit last
+	// edited says the record was edited from the last one, whose trees
+	// it replaced are superseded; otherwise it was written whole.
+	edited     bool
+	superseded []plumbing.Hash
 }
 
 // ownedCommit records the owned files after ch as a commit, editing the
@@ -124,7 +128,8 @@ func (s *Sink) ownedCommit(id rows.Identity, ch *ownedChange) (ownedList, error)
 		return ownedList{}, err
 	}
 	objects := append(edit.trees, empty, th, commit)
-	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, files: files, objects: objects}, nil
+	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, files: files, objects: objects,
+		edited: base.hash != plumbing.ZeroHash, superseded: edit.replaced}, nil
 }
 
 // ownedEntry is where the record keeps path: in its bucket, escaped to
@@ -164,6 +169,7 @@ func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool
 	if err != nil {
 		return nil, nil
 	}
+	s.ownedHead = r.Hash()
 	c, err := s.repo.CommitObject(r.Hash())
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s: %w", ref, err)
@@ -209,4 +215,45 @@ func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool
 	}
 	s.ownedFiles = plumbing.ZeroHash // written whole in the tree format next time
 	return owned, nil
+}
+
+// emptyTree is the hash of the tree with no entries.
+var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+// dropRecord deletes from the mirror the owned record an export pushed
+// over: the last record's commit and root tree, and the trees of its files
+// the new one replaced. Those are the garbage a single writer makes (every
+// export that adds or removes a file), and the sink knows them: deleting
+// them now spares the collection's walk of every object the refs reach.
+// A record it cannot account for (written whole over another, or whose
+// commit the mirror lacks) leaves the mirror to the next collection.
+func (s *Sink) dropRecord(owned ownedList) {
+	prev := s.ownedHead
+	s.ownedHead = owned.commit
+	switch {
+	case prev == plumbing.ZeroHash || prev == owned.commit:
+		return
+	case !owned.edited:
+		s.dirty = true
+		return
+	}
+	c, err := object.GetCommit(s.repo.Storer, prev)
+	if err != nil {
+		s.dirty = true
+		return
+	}
+	// The empty tree is the record's when it owns nothing, and may be
+	// a commit's of the branch too.
+	keep := map[plumbing.Hash]bool{emptyTree: true}
+	for _, h := range owned.objects {
+		keep[h] = true
+	}
+	for _, h := range append([]plumbing.Hash{prev, c.TreeHash}, owned.superseded...) {
+		if keep[h] {
+			continue
+		}
+		// A packed object stays: packs are never rewritten (a first export
+		// of a large record is one); only loose objects are deleted.
+		_ = s.repo.DeleteObject(h)
+	}
 }

@@ -86,6 +86,11 @@ type Sink struct {
 	// time, so an unchanged snapshot must not rewrite them.
 	summary map[string]string // path → the checksum the file carries
 	commits int               // made by this process, for garbage collection
+	// ownedHead is the owned record's commit as last read or pushed;
+	// dirty says the mirror may hold garbage that no export accounted
+	// for, which the next collection due removes.
+	ownedHead plumbing.Hash
+	dirty     bool
 }
 
 type renderedFile struct {
@@ -153,7 +158,7 @@ func New(cfg Config) (*Sink, error) {
 			return nil, fmt.Errorf("git mirror config: %w", err)
 		}
 	}
-	s := &Sink{cfg: cfg, repo: repo}
+	s := &Sink{cfg: cfg, repo: repo, dirty: true} // a mirror directory may hold an earlier process's garbage
 	if strings.HasPrefix(cfg.URL, "ssh://") {
 		if s.sshAuth, err = sshAuth(cfg); err != nil {
 			return nil, err
@@ -233,10 +238,20 @@ func (s *Sink) WantsParts(snap *rows.Snapshot) bool {
 
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.stage = newStage(s.repo.Storer)
-	defer func() { s.stage = nil }() // what a failed export wrote goes with it
+	defer func() {
+		// What a failed export wrote goes with the stage, unless the stage
+		// moved it to the mirror early.
+		if s.stage.early {
+			s.dirty = true
+		}
+		s.stage = nil
+	}()
 	base, err := s.fetch(ctx)
 	if err != nil {
 		return sinks.Ack{}, err
+	}
+	if s.lastCommit != plumbing.ZeroHash && base != s.lastCommit {
+		s.dirty = true // another writer moved the branch: perhaps over this sink's commits
 	}
 	root, err := s.treeAt(base)
 	if err != nil {
@@ -300,10 +315,12 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		// The remote holds the export and the mirror does not: the next
 		// export starts over from the remote's branch and owned list.
 		s.lastCommit, s.root, s.prev, s.prevFiles, s.written, s.recorded = plumbing.ZeroHash, nil, nil, nil, nil, false
+		s.ownedHead, s.dirty = plumbing.ZeroHash, true
 		return ack, nil
 	}
 	if owned.commit != plumbing.ZeroHash {
 		s.recorded, s.ownedFiles = true, owned.files
+		s.dropRecord(owned)
 	}
 	s.pushed(commit, edit.root, pl)
 	// Pushed: a failed collection costs disk, never the export.

@@ -112,6 +112,9 @@ type treeEdit struct {
 	blobs   map[plumbing.Hash]bool // blobs now at a path that held another
 	trees   []plumbing.Hash        // tree objects written by write
 	changed int                    // files added, changed or removed
+	// replaced are the tree objects of the directories this edit copied:
+	// what the edited tree no longer holds at their places.
+	replaced []plumbing.Hash
 }
 
 func newTreeEdit(st storer.EncodedObjectStorer, root *dir) *treeEdit {
@@ -128,6 +131,9 @@ func (e *treeEdit) own(d *dir) (*dir, error) {
 	}
 	c := &dir{read: true, entries: slices.Clone(d.entries), subs: maps.Clone(d.subs)}
 	e.mine[c] = true
+	if d.hash != plumbing.ZeroHash {
+		e.replaced = append(e.replaced, d.hash)
+	}
 	return c, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"kollect.dev/kollect/pipeline/model/rows"
@@ -233,4 +234,16 @@ func names(rs []*rows.Row) []string {
 		out = append(out, r.Name+":"+string(r.JSON()))
 	}
 	return out
+}
+
+// TestTheEmptyTreeIsKept: the hash dropRecord never deletes is the empty
+// tree's.
+func TestTheEmptyTreeIsKept(t *testing.T) {
+	o := &plumbing.MemoryObject{}
+	if err := (&object.Tree{}).Encode(o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Hash() != emptyTree {
+		t.Fatalf("the empty tree is %s, not %s", o.Hash(), emptyTree)
+	}
 }
