@@ -114,6 +114,7 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 			_, _ = r.op.Stop(10 * time.Second)
 		}
 		if t.Failed() && r.op != nil {
+			t.Logf("operator warnings and errors (last 60, every start):\n%s", r.op.Warnings(60))
 			t.Logf("operator log (end):\n%s", r.op.Tail(6000))
 		}
 		db.Close(context.Background())

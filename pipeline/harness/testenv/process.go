@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -112,6 +113,20 @@ func (p *Process) Kill() {
 	_ = p.Cmd.Process.Kill()
 	err := <-p.done
 	p.done <- err
+}
+
+// Warnings returns the last n warning and error lines of the log, which
+// holds every process started with it (their stack traces left out): what
+// a failed test shows beside the log's end.
+func (p *Process) Warnings(n int) string {
+	b, _ := os.ReadFile(p.Log)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "\tWARN\t") || strings.Contains(l, "\tERROR\t") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Tail returns the last n bytes of the process's log.
