@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // gcEvery is how many commits a sink makes between two collections of its
@@ -46,4 +48,45 @@ func (s *Sink) maybeCollectGarbage() error {
 	}
 	s.dirty = false
 	return nil
+}
+
+// emptyTree is the hash of the tree with no entries.
+var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+// dropRecord deletes from the mirror the owned record an export pushed
+// over: the last record's commit and root tree, and the trees of its files
+// the new one replaced. Those are the garbage a single writer makes (every
+// export that adds or removes a file), and the sink knows them: deleting
+// them now spares the collection's walk of every object the refs reach.
+// A record it cannot account for (written whole over another, or whose
+// commit the mirror lacks) leaves the mirror to the next collection.
+func (s *Sink) dropRecord(owned ownedList) {
+	prev := s.ownedHead
+	s.ownedHead = owned.commit
+	switch {
+	case prev == plumbing.ZeroHash || prev == owned.commit:
+		return
+	case !owned.edited:
+		s.dirty = true
+		return
+	}
+	c, err := object.GetCommit(s.repo.Storer, prev)
+	if err != nil {
+		s.dirty = true
+		return
+	}
+	// The empty tree is the record's when it owns nothing, and may be
+	// a commit's of the branch too.
+	keep := map[plumbing.Hash]bool{emptyTree: true}
+	for _, h := range owned.objects {
+		keep[h] = true
+	}
+	for _, h := range append([]plumbing.Hash{prev, c.TreeHash}, owned.superseded...) {
+		if keep[h] {
+			continue
+		}
+		// A packed object stays: packs are never rewritten (a first export
+		// of a large record is one); only loose objects are deleted.
+		_ = s.repo.DeleteObject(h)
+	}
 }
