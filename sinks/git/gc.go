@@ -7,7 +7,6 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // gcEvery is how many commits a sink makes between two collections of its
@@ -50,6 +49,10 @@ func (s *Sink) maybeCollectGarbage() error {
 	return nil
 }
 
+// record is an owned record's commit and its root tree, the two objects
+// of it an edit always replaces.
+type record struct{ commit, tree plumbing.Hash }
+
 // emptyTree is the hash of the tree with no entries.
 var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
@@ -58,20 +61,15 @@ var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 // the new one replaced. Those are the garbage a single writer makes (every
 // export that adds or removes a file), and the sink knows them: deleting
 // them now spares the collection's walk of every object the refs reach.
-// A record it cannot account for (written whole over another, or whose
-// commit the mirror lacks) leaves the mirror to the next collection.
+// A record it cannot account for (written whole over another) leaves the
+// mirror to the next collection.
 func (s *Sink) dropRecord(owned ownedList) {
 	prev := s.ownedHead
-	s.ownedHead = owned.commit
+	s.ownedHead = record{commit: owned.commit, tree: owned.tree}
 	switch {
-	case prev == plumbing.ZeroHash || prev == owned.commit:
+	case prev.commit == plumbing.ZeroHash || prev.commit == owned.commit:
 		return
 	case !owned.edited:
-		s.dirty = true
-		return
-	}
-	c, err := object.GetCommit(s.repo.Storer, prev)
-	if err != nil {
 		s.dirty = true
 		return
 	}
@@ -81,7 +79,7 @@ func (s *Sink) dropRecord(owned ownedList) {
 	for _, h := range owned.objects {
 		keep[h] = true
 	}
-	for _, h := range append([]plumbing.Hash{prev, c.TreeHash}, owned.superseded...) {
+	for _, h := range append([]plumbing.Hash{prev.commit, prev.tree}, owned.superseded...) {
 		if keep[h] {
 			continue
 		}

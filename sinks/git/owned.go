@@ -69,6 +69,7 @@ type ownedChange struct {
 type ownedList struct {
 	ref     plumbing.ReferenceName
 	commit  plumbing.Hash
+	tree    plumbing.Hash   // the commit's root tree
 	files   plumbing.Hash   // the files/ tree
 	objects []plumbing.Hash // the objects the remote lacks, the commit last
 	// edited says the record was edited from the last one, whose trees
@@ -128,7 +129,7 @@ func (s *Sink) ownedCommit(id rows.Identity, ch *ownedChange) (ownedList, error)
 		return ownedList{}, err
 	}
 	objects := append(edit.trees, empty, th, commit)
-	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, files: files, objects: objects,
+	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, tree: th, files: files, objects: objects,
 		edited: base.hash != plumbing.ZeroHash, superseded: edit.replaced}, nil
 }
 
@@ -169,11 +170,11 @@ func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool
 	if err != nil {
 		return nil, nil
 	}
-	s.ownedHead = r.Hash()
 	c, err := s.repo.CommitObject(r.Hash())
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s: %w", ref, err)
 	}
+	s.ownedHead = record{commit: c.Hash, tree: c.TreeHash}
 	tree, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s: %w", ref, err)

@@ -86,10 +86,10 @@ type Sink struct {
 	// time, so an unchanged snapshot must not rewrite them.
 	summary map[string]string // path → the checksum the file carries
 	commits int               // made by this process, for garbage collection
-	// ownedHead is the owned record's commit as last read or pushed;
-	// dirty says the mirror may hold garbage that no export accounted
+	// ownedHead is the owned record's commit and root tree as last read
+	// or pushed; dirty says the mirror may hold garbage that no export accounted
 	// for, which the next collection due removes.
-	ownedHead plumbing.Hash
+	ownedHead record
 	dirty     bool
 }
 
@@ -315,7 +315,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		// The remote holds the export and the mirror does not: the next
 		// export starts over from the remote's branch and owned list.
 		s.lastCommit, s.root, s.prev, s.prevFiles, s.written, s.recorded = plumbing.ZeroHash, nil, nil, nil, nil, false
-		s.ownedHead, s.dirty = plumbing.ZeroHash, true
+		s.ownedHead, s.dirty = record{}, true
 		return ack, nil
 	}
 	if owned.commit != plumbing.ZeroHash {
