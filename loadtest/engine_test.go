@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"kollect.dev/kollect/pipeline/model/rows"
 )
 
 // TestEngineModeLosesNothing: a short engine run delivers every final row
@@ -40,4 +42,37 @@ func TestSlowSinkStaysBounded(t *testing.T) {
 		t.Fatalf("%d exports; mailboxes under a slow sink: %v", res.Exports, res.MaxMailbox)
 	}
 	t.Logf("slow sink: %d exports for %d events, max mailbox %v, peak RSS %d MiB", res.Exports, res.Events, res.MaxMailbox, res.PeakRSSBytes>>20)
+}
+
+// TestStaleCountsOldAndMissingRows: the engine run ends only when stale
+// finds nothing, so it must count every row the sink lacks or holds at an
+// older version.
+func TestStaleCountsOldAndMissingRows(t *testing.T) {
+	row := func(uid string, replicas any) *rows.Row {
+		t.Helper()
+		r, err := rows.New(rows.Row{UID: uid, Name: uid}, rows.Attributes{{Name: "ready", Value: int64(0)}, {Name: "replicas", Value: replicas}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	keys := []rows.Key{{UID: "a"}, {UID: "b"}, {UID: "c"}}
+	for _, tc := range []struct {
+		name  string
+		held  map[rows.Key]*rows.Row
+		final []int
+		want  int
+	}{
+		{"all current", map[rows.Key]*rows.Row{keys[0]: row("a", int64(1)), keys[1]: row("b", int64(2)), keys[2]: row("c", int64(3))}, []int{1, 2, 3}, 0},
+		{"one old", map[rows.Key]*rows.Row{keys[0]: row("a", int64(1)), keys[1]: row("b", int64(1)), keys[2]: row("c", int64(3))}, []int{1, 2, 3}, 1},
+		{"one missing, one old", map[rows.Key]*rows.Row{keys[0]: row("a", int64(1)), keys[2]: row("c", int64(2))}, []int{1, 2, 3}, 2},
+		{"not a number", map[rows.Key]*rows.Row{keys[0]: row("a", "1"), keys[1]: row("b", int64(2)), keys[2]: row("c", int64(3))}, []int{1, 2, 3}, 1},
+		{"empty sink", map[rows.Key]*rows.Row{}, []int{1, 2, 3}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stale(tc.held, keys, tc.final); got != tc.want {
+				t.Fatalf("stale = %d, want %d", got, tc.want)
+			}
+		})
+	}
 }

@@ -18,11 +18,14 @@ type recorder struct {
 	mu      sync.Mutex
 	rows    map[rows.Key]*rows.Row
 	exports int
-	dupes   int // upserts of a key the sink already held with the same content
+	ackedAt time.Time // when the last export was acknowledged
+	dupes   int       // upserts of a key the sink already held with the same content
 }
 
-func newRecorder(delay time.Duration) *recorder {
-	return &recorder{delay: delay, rows: map[rows.Key]*rows.Row{}}
+// newRecorder builds a recorder sized for objects rows (the map's growth
+// in a burst was the harness's, not the engine's).
+func newRecorder(delay time.Duration, objects int) *recorder {
+	return &recorder{delay: delay, rows: make(map[rows.Key]*rows.Row, objects)}
 }
 
 func (r *recorder) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
@@ -56,23 +59,26 @@ func (r *recorder) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error)
 		}
 		r.rows[row.Key()] = row
 	}
+	r.ackedAt = time.Now()
 	return sinks.Ack{Rows: len(r.rows), Written: len(d.Upserts) + len(d.Deletes)}, nil
 }
 
-// exportCount is how many exports the sink acknowledged.
-func (r *recorder) exportCount() int {
+// counts are how many exports the sink acknowledged and how many rows it
+// holds.
+func (r *recorder) counts() (exports, held int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.exports
+	return r.exports, len(r.rows)
 }
 
-// snapshot copies what the sink holds.
-func (r *recorder) snapshot() (map[rows.Key]*rows.Row, int, int) {
+// snapshot copies what the sink holds, with how many exports it
+// acknowledged, when the last, and the duplicates it saw.
+func (r *recorder) snapshot() (map[rows.Key]*rows.Row, int, time.Time, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make(map[rows.Key]*rows.Row, len(r.rows))
 	for k, v := range r.rows {
 		out[k] = v
 	}
-	return out, r.exports, r.dupes
+	return out, r.exports, r.ackedAt, r.dupes
 }
