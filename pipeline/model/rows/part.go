@@ -88,7 +88,7 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 	parts := make([]*Part, len(groups))
 	for i, g := range groups {
 		rs := slices.Clone(g)
-		slices.SortFunc(rs, Compare)
+		Sort(rs)
 		parts[i] = &Part{Snapshot: &Snapshot{Inventory: s.Inventory, Rows: rs, Checksum: Checksum(rs), ExportedAt: s.ExportedAt, ordered: true},
 			Index: i + 1, Total: len(groups)}
 	}

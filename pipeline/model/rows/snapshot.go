@@ -1,8 +1,6 @@
 package rows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +29,7 @@ type Snapshot struct {
 // ownership of rows.
 func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
 	if !slices.IsSortedFunc(rs, Compare) { // callers that keep rows in order pay one pass
-		slices.SortFunc(rs, Compare)
+		Sort(rs)
 	}
 	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC(), ordered: true}
 }
@@ -68,26 +66,6 @@ func Compare(a, b *Row) int {
 		return c
 	}
 	return strings.Compare(a.Kind, b.Kind)
-}
-
-// Checksum is the lower-case hex SHA-256 of the compact JSON array of rows
-// in the order given.
-func Checksum(rs []*Row) string {
-	h := sha256.New()
-	h.Write([]byte{'['})
-	var (
-		b []byte
-		w jsonWriter
-	)
-	for i, r := range rs {
-		if i > 0 {
-			h.Write([]byte{','})
-		}
-		b = w.append(b[:0], r)
-		h.Write(b)
-	}
-	h.Write([]byte{']'})
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ChecksumShort is the first 12 hex characters of the checksum.

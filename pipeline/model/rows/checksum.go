@@ -1,0 +1,96 @@
+package rows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Checksum is the lower-case hex SHA-256 of the compact JSON array of rows
+// in the order given.
+func Checksum(rs []*Row) string {
+	h := sha256.New()
+	h.Write([]byte{'['})
+	writeItems(h, rs)
+	h.Write([]byte{']'})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// itemsChunk is how many rows one piece of writeItems's output holds.
+const itemsChunk = 2048
+
+// writeItems writes the rows' JSON, separated by commas, to w in pieces
+// of itemsChunk rows. With more than one piece per worker, the pieces are
+// encoded on up to GOMAXPROCS workers ahead of the writer, which takes
+// them in order. Encoding is most of the cost: an inventory's rows lie
+// wherever they were allocated, so reading each row's JSON waits on
+// memory (200,000 rows in canonical order took 104 ms to checksum on one
+// core, 40 ms in the order they were allocated).
+func writeItems(w io.Writer, rs []*Row) {
+	n := (len(rs) + itemsChunk - 1) / itemsChunk
+	workers := min(runtime.GOMAXPROCS(0), n/2)
+	if workers < 2 {
+		var jw jsonWriter
+		var b []byte
+		for lo := 0; lo < len(rs); lo += itemsChunk {
+			b = appendItems(b[:0], &jw, rs, lo)
+			w.Write(b)
+		}
+		return
+	}
+	type piece struct {
+		b     []byte
+		ready chan struct{}
+	}
+	pieces := make([]piece, n)
+	for i := range pieces {
+		pieces[i].ready = make(chan struct{})
+	}
+	// A worker takes a buffer before it takes a piece, so every piece
+	// taken has one and the writer's next piece always completes; the
+	// buffers bound how far the workers run ahead.
+	free := make(chan []byte, 2*workers)
+	size := itemsChunk * (rs[0].Size() + 1) * 5 / 4 // a guess from the first row
+	for range cap(free) {
+		free <- make([]byte, 0, size)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var jw jsonWriter
+			for {
+				b := <-free
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					free <- b
+					return
+				}
+				pieces[i].b = appendItems(b[:0], &jw, rs, i*itemsChunk)
+				close(pieces[i].ready)
+			}
+		})
+	}
+	for i := range pieces {
+		<-pieces[i].ready
+		w.Write(pieces[i].b)
+		free <- pieces[i].b
+		pieces[i].b = nil
+	}
+	wg.Wait()
+}
+
+// appendItems appends the JSON of up to itemsChunk rows from rs[lo:],
+// each after a comma but the first of rs.
+func appendItems(b []byte, jw *jsonWriter, rs []*Row, lo int) []byte {
+	for i := lo; i < min(lo+itemsChunk, len(rs)); i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jw.append(b, rs[i])
+	}
+	return b
+}
