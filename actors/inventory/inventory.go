@@ -135,11 +135,8 @@ type actorState struct {
 	// links are the collect spans whose changes the next snapshot carries
 	// (tracing only; at most maxLinks).
 	links []trace.Link
-	// buildCost is how long the last snapshot took, and built when it
-	// ended: the next export waits until four times the cost has passed
-	// since, so building stays a bounded share of CPU under constant change.
-	buildCost time.Duration
-	built     time.Time
+	// budget keeps building snapshots a bounded share of the time.
+	budget buildBudget
 }
 
 // Props builds the actor's props. Sink children are restarted on failure.
@@ -256,26 +253,24 @@ func sameBinding(a, b sink.Config) bool {
 	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type && a.MaxBytes == b.MaxBytes && a.Partitioned == b.Partitioned
 }
 
-// schedule coalesces changes for one batch window, and, after an
-// expensive snapshot, until four times its cost has passed since it was
-// built. The pause counts from the build, not from the change: a change
-// that comes after a quiet spell is exported one window later.
+// schedule coalesces changes for one batch window, and, when recent
+// snapshots used up the build budget, until it holds the last build's
+// cost again.
 func (a *actorState) schedule(ctx actor.Context) {
 	if a.cancelFlush != nil || !a.dirty || a.cfg == nil {
 		return
 	}
-	window := flushAfter(a.cfg.BatchWindow, a.built, a.buildCost, time.Now())
+	window := flushAfter(a.cfg.BatchWindow, &a.budget, time.Now())
 	a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(window, ctx.Self(), flush{})
 }
 
 // flushAfter is the wait before the next export: the batch window (200 ms
-// when unset), or longer while four times the last build's cost has not
-// passed since it was built.
-func flushAfter(window time.Duration, built time.Time, cost time.Duration, now time.Time) time.Duration {
+// when unset), or longer while the build budget is short.
+func flushAfter(window time.Duration, budget *buildBudget, now time.Time) time.Duration {
 	if window <= 0 {
 		window = 200 * time.Millisecond
 	}
-	return max(window, built.Add(4*cost).Sub(now))
+	return max(window, budget.wait(now))
 }
 
 func (a *actorState) stopTimer() {
@@ -328,8 +323,8 @@ func (a *actorState) export(ctx actor.Context) {
 	}
 	start := time.Now()
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
-	a.built = time.Now()
-	a.buildCost = a.built.Sub(start)
+	built := time.Now()
+	a.budget.spend(built.Sub(start), built)
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
 	}

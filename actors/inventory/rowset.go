@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"slices"
 	"sort"
 
 	"kollect.dev/kollect/actors/messages"
@@ -154,9 +153,13 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 }
 
 // record notes that old left (when set) and r came (when set) since the
-// last list. Once the changes pass half the rows the next list sorts every
-// row, so nothing is recorded until then: an inventory that does not list
-// (nothing to export to, a target still missing) holds no more than that.
+// last list. Once the changes pass three quarters of the rows the next
+// list sorts every row, so nothing is recorded until then: an inventory
+// that does not list (nothing to export to, a target still missing) holds
+// no more than that. Below it, merging the changes into the last order is
+// the faster list (BenchmarkList, 100,000 rows: after 50,000 new rows 53
+// against 73 ms; after 30,000 updates, 60,000 changes, 48 against 61 ms;
+// after 50,000 updates 79 against 67 ms).
 func (s *rowSet) record(old, r *rows.Row) {
 	if s.sorted == nil {
 		return
@@ -167,7 +170,7 @@ func (s *rowSet) record(old, r *rows.Row) {
 	if r != nil {
 		s.came = append(s.came, r)
 	}
-	if len(s.left)+len(s.came) > s.rows.len()/2+64 {
+	if len(s.left)+len(s.came) > s.rows.len()*3/4+64 {
 		s.forget(nil)
 	}
 }
@@ -198,18 +201,30 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		s.forget(nil) // the order kept is for the plain list
 		return s.deduped()
 	}
-	n := s.rows.len()
-	if s.sorted == nil || len(s.left)+len(s.came) > n/2 {
-		out := make([]*rows.Row, 0, n)
-		s.rows.each(func(_ rows.Key, h held) { out = append(out, h.row) })
-		slices.SortFunc(out, rows.Compare)
-		s.forget(out)
-		return out
+	var out []*rows.Row
+	if s.sorted == nil { // never listed, or more changes than rows since
+		out = s.sortAll()
+	} else {
+		out = s.merged()
 	}
-	// Rows that did not leave since the last list keep their place; a row
-	// that left for one with the same order fields gives it its place; the
-	// rest of those that came, and are still held, are sorted and merged
-	// in.
+	s.forget(out)
+	return out
+}
+
+// sortAll is every row in canonical order, sorted from scratch.
+func (s *rowSet) sortAll() []*rows.Row {
+	out := make([]*rows.Row, 0, s.rows.len())
+	s.rows.each(func(_ rows.Key, h held) { out = append(out, h.row) })
+	rows.Sort(out)
+	return out
+}
+
+// merged is every row in canonical order from the last list's order and
+// the changes since. Rows that did not leave since keep their place; a row
+// that left for one with the same order fields gives it its place; the
+// rest of those that came, and are still held, are sorted and merged in.
+func (s *rowSet) merged() []*rows.Row {
+	n := s.rows.len()
 	kept := make([]*rows.Row, 0, n)
 	placed := map[*rows.Row]bool{}
 	for _, r := range s.sorted {
@@ -229,7 +244,7 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 			placed[r] = true
 		}
 	}
-	slices.SortFunc(added, rows.Compare)
+	rows.Sort(added)
 	out := make([]*rows.Row, 0, n)
 	i, j := 0, 0
 	for i < len(kept) && j < len(added) {
@@ -241,9 +256,7 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 			i++
 		}
 	}
-	out = append(append(out, kept[i:]...), added[j:]...)
-	s.forget(out)
-	return out
+	return append(append(out, kept[i:]...), added[j:]...)
 }
 
 // forget records sorted as the last list's order, with no change since.
@@ -265,7 +278,7 @@ func (s *rowSet) deduped() []*rows.Row {
 	for _, r := range best {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, rows.Compare)
+	rows.Sort(out)
 	return out
 }
 

@@ -7,23 +7,66 @@ import (
 
 func TestFlushAfter(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	// spent is a budget after builds of the given costs, each ending at
+	// the time given.
+	spent := func(builds ...any) *buildBudget {
+		b := &buildBudget{}
+		for i := 0; i < len(builds); i += 2 {
+			b.spend(builds[i].(time.Duration), builds[i+1].(time.Time))
+		}
+		return b
+	}
 	for _, tc := range []struct {
 		name   string
 		window time.Duration
-		built  time.Time
-		cost   time.Duration
+		budget *buildBudget
 		want   time.Duration
 	}{
-		{"first export: the default window", 0, time.Time{}, 0, 200 * time.Millisecond},
-		{"a configured window", time.Second, time.Time{}, 0, time.Second},
-		{"a cheap build", 0, now.Add(-10 * time.Millisecond), 10 * time.Millisecond, 200 * time.Millisecond},
-		{"right after an expensive build: four times its cost", 0, now, time.Second, 4 * time.Second},
-		{"part of that already passed", 0, now.Add(-3 * time.Second), time.Second, time.Second},
-		{"a change after a quiet spell: only the window", 0, now.Add(-time.Minute), time.Second, 200 * time.Millisecond},
+		{"first export: the default window", 0, spent(), 200 * time.Millisecond},
+		{"a configured window", time.Second, spent(), time.Second},
+		{"a cheap build", 0, spent(10*time.Millisecond, now), 200 * time.Millisecond},
+		{"an expensive build after a quiet spell: the budget holds it", 0, spent(400*time.Millisecond, now), 200 * time.Millisecond},
+		{"three builds in a row used the budget up: five times what is short", 0,
+			spent(400*time.Millisecond, now.Add(-800*time.Millisecond), 400*time.Millisecond, now.Add(-400*time.Millisecond), 400*time.Millisecond, now),
+			// held: 1 s, then 1 s - 400 ms + 80 ms, 680 ms - 400 ms + 80 ms,
+			// 360 ms - 400 ms + 80 ms = 40 ms now; short by 360 ms
+			1800 * time.Millisecond},
+		{"part of that already passed", 0,
+			spent(400*time.Millisecond, now.Add(-1800*time.Millisecond), 400*time.Millisecond, now.Add(-1400*time.Millisecond), 400*time.Millisecond, now.Add(-time.Second)),
+			800 * time.Millisecond},
+		{"a build costlier than the burst still fits after a quiet spell", 0, spent(3*time.Second, now.Add(-time.Hour), 3*time.Second, now.Add(-30*time.Minute)), 200 * time.Millisecond},
+		{"right after a build costlier than the burst: four times its cost", 0, spent(3*time.Second, now), 12 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := flushAfter(tc.window, tc.built, tc.cost, now); got != tc.want {
+			if got := flushAfter(tc.window, tc.budget, now); got != tc.want {
 				t.Fatalf("flushAfter = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBuildsStayAFifthOfTheTime: an inventory under constant change that
+// exports as soon as the budget lets it spends at most a fifth of the time
+// building, plus the burst, whatever a build costs.
+func TestBuildsStayAFifthOfTheTime(t *testing.T) {
+	for _, cost := range []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second} {
+		t.Run(cost.String(), func(t *testing.T) {
+			start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+			now, b, building, builds := start, &buildBudget{}, time.Duration(0), 0
+			for now.Sub(start) < 10*time.Minute {
+				now = now.Add(flushAfter(0, b, now)) // a change is always waiting
+				now = now.Add(cost)
+				b.spend(cost, now)
+				building += cost
+				builds++
+			}
+			elapsed := now.Sub(start)
+			if limit := elapsed/buildShare + max(buildBurst, cost); building > limit {
+				t.Fatalf("%d builds of %s took %s of %s, more than %s", builds, cost, building, elapsed, limit)
+			}
+			// and the budget is used: builds are not held back further
+			if building < elapsed/buildShare-2*cost {
+				t.Fatalf("%d builds of %s took only %s of %s", builds, cost, building, elapsed)
 			}
 		})
 	}
