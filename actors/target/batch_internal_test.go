@@ -55,25 +55,32 @@ func TestABatchSpreadOverWorkersGivesTheRowsOfOneAtATime(t *testing.T) {
 			"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("d-%04d", i), "uid": fmt.Sprintf("uid-%d", i)}, "spec": spec}}
 		return u
 	}
-	batch := func(from, to, version int, deleteEvery int) map[pendingKey]informers.Event {
-		evs := map[pendingKey]informers.Event{}
+	// Events come through an inbox, as the actor gets them; a resource
+	// no source reads is ignored.
+	other := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	batch := func(from, to, version int, deleteEvery int) drained {
+		inbox := NewInbox(nil, nil)
+		inbox.Notify(informers.Event{GVR: other, Key: "ns/cm", Object: &unstructured.Unstructured{}})
 		for i := from; i < to; i++ {
 			o := object(i, version)
 			ev := informers.Event{GVR: gvr, Key: o.GetNamespace() + "/" + o.GetName(), Object: o}
 			if deleteEvery > 0 && i%deleteEvery == 0 {
 				ev.Object, ev.Deleted = nil, true
 			}
-			evs[pendingKey{gvr, ev.Key}] = ev
+			inbox.Notify(ev)
 		}
-		return evs
+		return inbox.drain()
 	}
 	parallel, single := state(), state()
-	for round, evs := range []map[pendingKey]informers.Event{batch(0, 3000, 1, 0), batch(1000, 4000, 2, 50)} {
-		pu, pd := parallel.applyAll(evs)
+	for round, d := range []drained{batch(0, 3000, 1, 0), batch(1000, 4000, 2, 50)} {
+		if len(d.events) != 3001 {
+			t.Fatalf("round %d: %d events drained", round, len(d.events))
+		}
+		pu, pd := parallel.applyAll(d)
 		var su, sd int
-		for k, ev := range evs {
-			u, d := single.applyAll(map[pendingKey]informers.Event{k: ev})
-			su, sd = su+len(u), sd+len(d)
+		for k, p := range d.events {
+			u, gone := single.applyAll(drained{events: map[pendingKey]pending{k: p}, gvrs: d.gvrs})
+			su, sd = su+len(u), sd+len(gone)
 		}
 		if len(pu) != su || len(pd) != sd || len(pu) == 0 {
 			t.Fatalf("round %d: %d upserts and %d deletes in one batch, %d and %d one at a time", round, len(pu), len(pd), su, sd)

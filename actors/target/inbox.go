@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/actors"
@@ -15,14 +16,19 @@ import (
 // message is in the mailbox at most.
 type Inbox struct {
 	mu      sync.Mutex
-	pending map[pendingKey]informers.Event
+	pending map[pendingKey]pending
+	// gvrs are the resources events came for, in the order first seen:
+	// a pending key holds its resource's place (a GVR is three strings to
+	// hash and 48 bytes in every slot of a burst's map). Entries are only
+	// ever appended.
+	gvrs    []schema.GroupVersionResource
 	nsDirty map[string]bool
 	// relist: an informer was rebuilt; the actor lists its stores again.
 	relist bool
 	// spare is a handed-over slice of a burst, returned empty for the next
 	// one (a fresh map of maxBatch entries per slice cost more than the
 	// slice's evaluation); kept only while a burst lasts.
-	spare   map[pendingKey]informers.Event
+	spare   map[pendingKey]pending
 	woken   bool
 	root    *actor.RootContext
 	pid     *actor.PID
@@ -54,16 +60,33 @@ func (b *Inbox) recall() (*Config, map[string]subscription, bool) {
 
 type wake struct{}
 
-// pendingKey identifies an object; a struct key costs no allocation.
+// pendingKey identifies an object: its resource's place in Inbox.gvrs and
+// the informer's key (a struct key costs no allocation).
 type pendingKey struct {
-	gvr schema.GroupVersionResource
+	gvr int
 	key string
+}
+
+// pending is an object's latest event: its object, or that it is gone.
+type pending struct {
+	obj  *unstructured.Unstructured
+	gone bool
+}
+
+// drained is what the actor takes from the inbox at a wake-up.
+type drained struct {
+	events map[pendingKey]pending
+	gvrs   []schema.GroupVersionResource // what the events' keys index
+	// namespaces whose labels changed; relist: the stores must be listed
+	// again (then the events are in them already).
+	namespaces map[string]bool
+	relist     bool
 }
 
 // NewInbox builds an inbox; Bind connects it to its actor. metrics (may
 // be nil) gets the events waiting in it as the dispatch queue depth.
 func NewInbox(root *actor.RootContext, metrics *actors.Metrics) *Inbox {
-	return &Inbox{root: root, metrics: metrics, pending: map[pendingKey]informers.Event{}, nsDirty: map[string]bool{}}
+	return &Inbox{root: root, metrics: metrics, pending: map[pendingKey]pending{}, nsDirty: map[string]bool{}}
 }
 
 // Bind sets the actor the inbox wakes, and wakes it when events arrived
@@ -85,12 +108,23 @@ func (b *Inbox) Notify(ev informers.Event) {
 		b.relist = true
 	} else {
 		n := len(b.pending)
-		b.pending[pendingKey{ev.GVR, ev.Key}] = ev
+		b.pending[pendingKey{b.gvrIndex(ev.GVR), ev.Key}] = pending{obj: ev.Object, gone: ev.Deleted || ev.Object == nil}
 		if len(b.pending) > n {
 			b.metrics.Queued(1)
 		}
 	}
 	b.wakeLocked()
+}
+
+// gvrIndex is gvr's place in b.gvrs, added when new; b.mu is held.
+func (b *Inbox) gvrIndex(gvr schema.GroupVersionResource) int {
+	for i := range b.gvrs {
+		if b.gvrs[i] == gvr {
+			return i
+		}
+	}
+	b.gvrs = append(b.gvrs, gvr)
+	return len(b.gvrs) - 1
 }
 
 // NamespaceChanged implements informers.NamespaceSubscriber.
@@ -117,22 +151,24 @@ func (b *Inbox) wakeLocked() {
 const maxBatch = 8192
 
 // drain takes the pending events (at most maxBatch, one per object), every
-// namespace change, and whether the stores must be listed again (then the
-// events are in them already). Events left behind get the next wake-up,
-// sent here: the inbox stays woken, so it is still the only one queued.
-func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) {
+// namespace change, and whether the stores must be listed again. Events
+// left behind get the next wake-up, sent here: the inbox stays woken, so
+// it is still the only one queued.
+func (b *Inbox) drain() drained {
 	b.mu.Lock()
-	evs, ns, relist := b.pending, b.nsDirty, b.relist
+	evs := b.pending
+	d := drained{gvrs: b.gvrs[:len(b.gvrs):len(b.gvrs)], namespaces: b.nsDirty, relist: b.relist}
 	b.nsDirty, b.relist = map[string]bool{}, false
 	if len(evs) <= maxBatch {
-		b.pending, b.woken, b.spare = map[pendingKey]informers.Event{}, false, nil
+		b.pending, b.woken, b.spare = map[pendingKey]pending{}, false, nil
 		b.metrics.Queued(-len(evs))
 		b.mu.Unlock()
-		return evs, ns, relist
+		d.events = evs
+		return d
 	}
 	batch := b.spare
 	if b.spare = nil; batch == nil {
-		batch = make(map[pendingKey]informers.Event, maxBatch)
+		batch = make(map[pendingKey]pending, maxBatch)
 	}
 	for k, ev := range evs {
 		batch[k] = ev
@@ -145,12 +181,13 @@ func (b *Inbox) drain() (map[pendingKey]informers.Event, map[string]bool, bool) 
 	pid := b.pid
 	b.mu.Unlock()
 	b.root.Send(pid, wake{})
-	return batch, ns, relist
+	d.events = batch
+	return d
 }
 
 // recycle takes back a batch the actor is done with: a full slice of a
 // burst becomes the next slice's map.
-func (b *Inbox) recycle(batch map[pendingKey]informers.Event) {
+func (b *Inbox) recycle(batch map[pendingKey]pending) {
 	if len(batch) != maxBatch {
 		return
 	}
@@ -167,5 +204,5 @@ func (b *Inbox) Discard() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.metrics.Queued(-len(b.pending))
-	b.pending = map[pendingKey]informers.Event{}
+	b.pending = map[pendingKey]pending{}
 }

@@ -25,13 +25,12 @@ func TestInboxCoalescesByObjectAndNeverQueuesMoreThanOneWake(t *testing.T) {
 	inbox := NewInbox(sys.Root, actors.NewMetrics(reg))
 	release := make(chan struct{})
 	var wakes atomic.Int32
-	drained := make(chan map[pendingKey]informers.Event, 10)
+	drained := make(chan map[pendingKey]pending, 10)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(wake); ok {
 			wakes.Add(1)
 			<-release // busy while events keep arriving
-			evs, _, _ := inbox.drain()
-			drained <- evs
+			drained <- inbox.drain().events
 		}
 	}))
 	inbox.Bind(pid)
@@ -90,8 +89,7 @@ func TestEventsBeforeTheActorStartsAreDelivered(t *testing.T) {
 	got := make(chan int, 1)
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(wake); ok {
-			evs, _, _ := inbox.drain()
-			got <- len(evs)
+			got <- len(inbox.drain().events)
 		}
 	}))
 	inbox.Bind(pid)
@@ -125,7 +123,7 @@ func TestInboxHandsABurstOverInSlices(t *testing.T) {
 		if _, ok := ctx.Message().(wake); !ok {
 			return
 		}
-		evs, _, _ := inbox.drain()
+		evs := inbox.drain().events
 		sizes = append(sizes, len(evs))
 		for k := range evs {
 			seen[k.key]++

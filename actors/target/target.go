@@ -186,30 +186,30 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.inbox.remember(a.cfg, a.subs, true)
 		a.inbox.drain()
 	case wake:
-		evs, nss, relist := a.inbox.drain()
+		d := a.inbox.drain()
 		if a.cfg == nil || a.frozen {
 			return
 		}
-		if relist {
+		if d.relist {
 			a.resync(ctx)
 			return
 		}
 		_, span := actors.Tracer().Start(context.Background(), "kollect.collect")
 		defer span.End()
 		if span.IsRecording() { // attributes cost nothing when tracing is off
-			span.SetAttributes(attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(evs)),
-				attribute.Int("kollect.namespaces", len(nss)))
+			span.SetAttributes(attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(d.events)),
+				attribute.Int("kollect.namespaces", len(d.namespaces)))
 		}
 		start := time.Now()
 		var ups []*rows.Row
 		var dels []rows.Key
-		if len(nss) > 0 {
-			ups, dels = a.evaluateNamespaces(nss)
+		if len(d.namespaces) > 0 {
+			ups, dels = a.evaluateNamespaces(d.namespaces)
 		}
-		u, d := a.applyAll(evs)
-		a.inbox.recycle(evs)
-		ups, dels = append(ups, u...), append(dels, d...)
-		a.metrics.Dispatched(len(evs), time.Since(start))
+		u, gone := a.applyAll(d)
+		a.inbox.recycle(d.events)
+		ups, dels = append(ups, u...), append(dels, gone...)
+		a.metrics.Dispatched(len(d.events), time.Since(start))
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
 		}
@@ -321,14 +321,18 @@ type outcome struct {
 // concurrent use; a batch holds each object once, so no object's events
 // are reordered), then their rows are stored and compared in this actor,
 // one at a time. It returns the upserted rows and the deleted keys.
-func (a *actorState) applyAll(evs map[pendingKey]informers.Event) ([]*rows.Row, []rows.Key) {
-	batch := make([]outcome, 0, len(evs))
-	for _, ev := range evs {
-		src := a.source(ev.GVR)
+func (a *actorState) applyAll(d drained) ([]*rows.Row, []rows.Key) {
+	batch := make([]outcome, 0, len(d.events))
+	srcs := make([]*Source, len(d.gvrs)) // each resource's source, looked up once
+	for i, gvr := range d.gvrs {
+		srcs[i] = a.source(gvr)
+	}
+	for k, p := range d.events {
+		src := srcs[k.gvr]
 		if src == nil {
 			continue
 		}
-		batch = append(batch, outcome{k: objKey{src, ev.Key}, src: src, obj: ev.Object, gone: ev.Deleted || ev.Object == nil})
+		batch = append(batch, outcome{k: objKey{src, k.key}, src: src, obj: p.obj, gone: p.gone})
 	}
 	a.evaluateAll(batch)
 	var ups []*rows.Row
