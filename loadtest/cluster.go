@@ -37,7 +37,11 @@ type ClusterOptions struct {
 	// GoMemLimit, when set, is the operator's GOMEMLIMIT (what the Helm
 	// chart's memory limit gives it in a pod: 90% of the limit).
 	GoMemLimit string
-	Log        func(format string, a ...any)
+	// MemoryLimit, when set, runs the operator in a memory cgroup with
+	// this limit (a Kubernetes quantity), as a pod's limit does; GOMEMLIMIT
+	// is then 90% of it unless GoMemLimit is set.
+	MemoryLimit string
+	Log         func(format string, a ...any)
 }
 
 // ClusterResult is what a cluster-mode run measured.
@@ -58,10 +62,13 @@ type ClusterResult struct {
 	Duplicated     int                `json:"rowsDuplicated"`
 	PeakRSSBytes   int64              `json:"operatorPeakRssBytes"`
 	PeakAnonBytes  int64              `json:"operatorPeakAnonymousRssBytes"` // RSS less the executable's and other files' pages
-	OperatorCPU    float64            `json:"operatorCpuSeconds"`
-	MaxMailbox     map[string]float64 `json:"maxMailboxDepth"`
-	Samples        []Sample           `json:"samples"`
-	LagSamples     []LagSample        `json:"lagSamples"`
+	// Cgroup is what the operator's memory cgroup recorded (with
+	// MemoryLimit).
+	Cgroup      *CgroupStats       `json:"cgroup,omitempty"`
+	OperatorCPU float64            `json:"operatorCpuSeconds"`
+	MaxMailbox  map[string]float64 `json:"maxMailboxDepth"`
+	Samples     []Sample           `json:"samples"`
+	LagSamples  []LagSample        `json:"lagSamples"`
 	// LiveHeapBytes is the operator's heap in use right after a garbage
 	// collection once every row arrived: what it keeps, without garbage.
 	LiveHeapBytes int64 `json:"operatorLiveHeapBytes"`
@@ -109,7 +116,22 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	if o.GoMemLimit != "" {
 		env = append(env, "GOMEMLIMIT="+o.GoMemLimit)
 	}
-	op, err := startOperator(ctx, o.Binary, api.kubeconfig, dir, env...)
+	cg, err := limitMemory(o.MemoryLimit, o.Binary, o.GoMemLimit == "", &env)
+	if err != nil {
+		return nil, err
+	}
+	var wrap []string
+	var charged func() int64
+	if cg != nil {
+		defer func() {
+			if err := cg.remove(); err != nil {
+				logf("%v", err)
+			}
+		}()
+		wrap, charged = cg.wrap(), cg.workingSet
+		logf("the operator runs in memory cgroup %s, limit %s, %s", cg.dir, mib(cg.limit), env[len(env)-1])
+	}
+	op, err := startOperator(ctx, o.Binary, api.kubeconfig, dir, wrap, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +143,20 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 
 	objs := newObjects(o.Objects, o.Namespaces, o.DeploymentShare)
 	res := &ClusterResult{Objects: o.Objects, Deployments: objs.deployments()}
-	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), 250*time.Millisecond)
+	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), charged, 250*time.Millisecond)
+	// An operator that exits (the kernel killed it at its memory limit)
+	// fails the run at once, with what its cgroup recorded.
+	exited := func() error {
+		if !op.Exited() {
+			return nil
+		}
+		if cg != nil {
+			s := cg.stats()
+			res.Cgroup = &s
+			return fmt.Errorf("the operator exited: %d OOM kills in its memory cgroup (limit %s, peak %s)", s.OOMKills, mib(s.Limit), mib(s.Peak))
+		}
+		return fmt.Errorf("the operator exited: %s", op.Tail(2000))
+	}
 	logf("creating %d objects (%d Deployments, the rest ConfigMaps) in %d namespaces", o.Objects, res.Deployments, o.Namespaces)
 	start := time.Now()
 	if err := createObjects(ctx, c, objs, o.CreateRate, "v0"); err != nil {
@@ -142,6 +177,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	for !(gitDone && pgDone) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("waiting for every row: %w", err)
+		}
+		if err := exited(); err != nil {
+			return res, err
 		}
 		if !pgDone {
 			if n, _ := pgCount(ctx, db); n == o.Objects {
@@ -174,13 +212,23 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	for {
 		res.LostPostgres, res.Duplicated = pgCompare(ctx, db, want)
 		res.LostGit = gitCompare(bare, want)
-		if res.LostPostgres+res.LostGit+res.Duplicated == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		if res.LostPostgres+res.LostGit+res.Duplicated == 0 || time.Now().After(deadline) || ctx.Err() != nil || op.Exited() {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	if err := exited(); err != nil {
+		return res, err
+	}
+	if cg != nil {
+		s := cg.stats()
+		res.Cgroup = &s
+	}
 	res.Samples = smp.finish()
 	res.PeakRSSBytes, res.PeakAnonBytes, res.MaxMailbox = peaks(res.Samples)
+	if res.Cgroup != nil {
+		res.Cgroup.PeakWorkingSet = peakWorkingSet(res.Samples)
+	}
 	if n := len(res.Samples); n > 0 {
 		res.OperatorCPU = res.Samples[n-1].CPUSeconds
 	}

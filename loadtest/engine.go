@@ -131,7 +131,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	smp := startSampler(os.Getpid(), fromRegistry(reg), 100*time.Millisecond)
+	smp := startSampler(os.Getpid(), fromRegistry(reg), nil, 100*time.Millisecond)
 
 	inbox := target.NewInbox(sys.Root, nil)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "load"}

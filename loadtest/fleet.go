@@ -283,7 +283,7 @@ func startMember(ctx context.Context, o FleetOptions, name, dir, remote, dsn, na
 		m.close()
 		return nil, err
 	}
-	if m.op, err = startOperator(ctx, o.Binary, kubeconfig, dir); err != nil {
+	if m.op, err = startOperator(ctx, o.Binary, kubeconfig, dir, nil); err != nil {
 		m.close()
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}

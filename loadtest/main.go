@@ -19,7 +19,7 @@ import (
 
 // flags are the harness's command-line settings.
 type flags struct {
-	scenario, out, binary, kubeconfig, memLimit, cpuProfile string
+	scenario, out, binary, kubeconfig, memLimit, limit, cpuProfile string
 }
 
 // parseFlags reads the command line with a flag set of its own:
@@ -32,6 +32,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
+	fs.StringVar(&f.limit, "memory-limit", "", "Cluster mode: run the operator in a memory cgroup with this limit, such as 250Mi, as a pod's resources.limits.memory does (needs a writable cgroup: root); GOMEMLIMIT is then 90% of it unless -gomemlimit says otherwise.")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's from the first event until the sink holds every row).")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -68,6 +69,9 @@ func main() {
 	}
 	if f.memLimit != "" {
 		s.GoMemLimit = f.memLimit
+	}
+	if f.limit != "" {
+		s.MemoryLimit = f.limit
 	}
 	if f.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)

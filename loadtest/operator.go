@@ -33,15 +33,16 @@ func (o *operator) heapProfile() ([]byte, error) {
 }
 
 // startOperator runs bin as the manager against kubeconfig, with env added
-// to this process's environment.
-func startOperator(ctx context.Context, bin, kubeconfig, dir string, env ...string) (*operator, error) {
+// to this process's environment, through wrap when set (testenv's
+// ProcessOptions.Wrap).
+func startOperator(ctx context.Context, bin, kubeconfig, dir string, wrap []string, env ...string) (*operator, error) {
 	pprof, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	p, err := testenv.StartProcess(ctx, testenv.ProcessOptions{Binary: bin, Kubeconfig: kubeconfig,
 		Log: filepath.Join(dir, "operator.log"), Env: append([]string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(dir, "mirrors")}, env...),
-		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--pprof-bind-address=" + pprof}})
+		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--pprof-bind-address=" + pprof}, Wrap: wrap})
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,10 @@ func (r *Report) table(b *strings.Builder) {
 			c.LagP50.Round(time.Millisecond), c.LagP95.Round(time.Millisecond), c.LagP99.Round(time.Millisecond), c.LagMax.Round(time.Millisecond)))
 		row("cluster: rows lost in Postgres / Git, duplicated", fmt.Sprintf("%d / %d, %d", c.LostPostgres, c.LostGit, c.Duplicated))
 		row("cluster: operator peak RSS (anonymous, without file-backed pages)", fmt.Sprintf("%s (%s)", mib(c.PeakRSSBytes), mib(c.PeakAnonBytes)))
+		if g := c.Cgroup; g != nil {
+			row("cluster: operator memory cgroup: limit, peak working set, peak charged (with page cache), times at the limit, OOM kills",
+				fmt.Sprintf("%s, %s, %s, %d, %d", mib(g.Limit), mib(g.PeakWorkingSet), mib(g.Peak), g.LimitHits, g.OOMKills))
+		}
 		row("cluster: operator live heap once every row arrived", mib(c.LiveHeapBytes))
 		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
@@ -199,12 +203,19 @@ func (r *Report) rssPlot() (*plot.Plot, bool) {
 	}
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "Resident memory", "seconds", "MiB"
-	rss, anon := make(plotter.XYs, len(ss)), make(plotter.XYs, len(ss))
+	rss, anon, charged := make(plotter.XYs, len(ss)), make(plotter.XYs, len(ss)), make(plotter.XYs, len(ss))
+	inCgroup := false
 	for i, s := range ss {
 		rss[i].X, rss[i].Y = s.At.Seconds(), float64(s.RSSBytes)/(1<<20)
 		anon[i].X, anon[i].Y = s.At.Seconds(), float64(s.RSSBytes-s.FileBytes)/(1<<20)
+		charged[i].X, charged[i].Y = s.At.Seconds(), float64(s.CgroupBytes)/(1<<20)
+		inCgroup = inCgroup || s.CgroupBytes > 0
 	}
-	if err := plotutil.AddLines(p, "RSS", rss, "anonymous (RSS less file-backed pages)", anon); err != nil {
+	lines := []any{"RSS", rss, "anonymous (RSS less file-backed pages)", anon}
+	if inCgroup {
+		lines = append(lines, "working set of its memory cgroup", charged)
+	}
+	if err := plotutil.AddLines(p, lines...); err != nil {
 		return nil, false
 	}
 	return p, true

@@ -23,9 +23,13 @@ type Sample struct {
 	// executable's pages): the kernel can drop it under memory pressure,
 	// so a container's limit is met or missed by the rest, the anonymous
 	// memory.
-	FileBytes  int64              `json:"fileBytes"`
-	CPUSeconds float64            `json:"cpuSeconds"` // process CPU time so far
-	Mailbox    map[string]float64 `json:"mailbox"`    // max depth per actor kind
+	FileBytes int64 `json:"fileBytes"`
+	// CgroupBytes is the working set of the operator's memory cgroup (when
+	// it runs in one): what it is charged, anonymous memory and page
+	// cache, less the inactive page cache, as the kubelet counts it.
+	CgroupBytes int64              `json:"cgroupBytes,omitempty"`
+	CPUSeconds  float64            `json:"cpuSeconds"` // process CPU time so far
+	Mailbox     map[string]float64 `json:"mailbox"`    // max depth per actor kind
 }
 
 // sampler reads a process's RSS and CPU time, and the deepest mailbox per
@@ -33,6 +37,7 @@ type Sample struct {
 type sampler struct {
 	pid     int
 	metrics func() *dto.MetricFamily // kollect_actor_mailbox_depth, or nil
+	charged func() int64             // the cgroup's charge, or nil
 	start   time.Time
 	stop    chan struct{}
 	done    chan struct{}
@@ -41,8 +46,8 @@ type sampler struct {
 	samples []Sample
 }
 
-func startSampler(pid int, metrics func() *dto.MetricFamily, every time.Duration) *sampler {
-	s := &sampler{pid: pid, metrics: metrics, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+func startSampler(pid int, metrics func() *dto.MetricFamily, charged func() int64, every time.Duration) *sampler {
+	s := &sampler{pid: pid, metrics: metrics, charged: charged, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -63,6 +68,9 @@ func startSampler(pid int, metrics func() *dto.MetricFamily, every time.Duration
 func (s *sampler) take() {
 	smp := Sample{At: time.Since(s.start), Mailbox: map[string]float64{}}
 	smp.RSSBytes, smp.FileBytes, smp.CPUSeconds = pidStats(s.pid)
+	if s.charged != nil {
+		smp.CgroupBytes = s.charged()
+	}
 	if mf := s.metrics(); mf != nil {
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
@@ -176,4 +184,13 @@ func scrapeGauge(addr, name string) (float64, error) {
 		return 0, fmt.Errorf("%s not exported", name)
 	}
 	return mf.GetMetric()[0].GetGauge().GetValue(), nil
+}
+
+// peakWorkingSet is the highest cgroup working set sampled.
+func peakWorkingSet(samples []Sample) int64 {
+	var n int64
+	for _, s := range samples {
+		n = max(n, s.CgroupBytes)
+	}
+	return n
 }

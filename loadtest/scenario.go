@@ -38,6 +38,11 @@ type Scenario struct {
 	// GoMemLimit is the operator's GOMEMLIMIT (cluster mode), as the Helm
 	// chart's memory limit would set it; empty: none.
 	GoMemLimit string `json:"goMemLimit,omitempty"`
+	// MemoryLimit runs the operator in a memory cgroup with this limit (a
+	// Kubernetes quantity such as 250Mi), as a pod's
+	// resources.limits.memory does (cluster mode); GoMemLimit defaults to
+	// 90% of it, as the operator sets it in a pod.
+	MemoryLimit string `json:"memoryLimit,omitempty"`
 	// Cluster is the API server's address when a kubeconfig was given
 	// (set by the harness, not read from the file).
 	Cluster string `json:"cluster,omitempty"`
@@ -105,7 +110,7 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.
 	case "cluster":
 		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
 			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,
-			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, Log: logf})
+			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, MemoryLimit: s.MemoryLimit, Log: logf})
 	case "fleet":
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a fleet run starts its own control planes: drop -kubeconfig")

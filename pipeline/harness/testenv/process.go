@@ -31,6 +31,11 @@ type ProcessOptions struct {
 	Log        string   // output file (created or appended to)
 	Env        []string // added to this process's environment
 	Args       []string // flags after the preset ones
+	// Wrap, when set, is a command that runs the binary: the binary and
+	// its arguments follow it (a shell that enters a cgroup and execs it,
+	// for example). It must exec the binary, so the process is the
+	// binary's.
+	Wrap []string
 }
 
 // StartProcess starts `kollect manager` and waits until it is ready. The
@@ -52,6 +57,9 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 	args := append([]string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks",
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--validating-webhooks-enabled=false"}, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
+	if len(o.Wrap) > 0 {
+		cmd = exec.Command(o.Wrap[0], append(append(o.Wrap[1:len(o.Wrap):len(o.Wrap)], o.Binary), args...)...)
+	}
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
