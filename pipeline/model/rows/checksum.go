@@ -19,24 +19,43 @@ func Checksum(rs []*Row) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// itemsChunk is how many rows one piece of writeItems's output holds.
-const itemsChunk = 2048
+// itemsPiece is about how many bytes of JSON one piece of writeItems's
+// output holds, and maxPieceRows the most rows: a piece is a buffer, and
+// four are in use at once.
+const (
+	itemsPiece   = 256 << 10
+	maxPieceRows = 2048
+)
+
+// pieceRows is how many rows a piece holds, from the size of the first
+// rows' JSON.
+func pieceRows(rs []*Row) int {
+	n, size := min(len(rs), 16), 0
+	for _, r := range rs[:n] {
+		size += r.Size() + 1
+	}
+	if size == 0 {
+		return maxPieceRows
+	}
+	return max(16, min(maxPieceRows, itemsPiece*n/size))
+}
 
 // writeItems writes the rows' JSON, separated by commas, to w in pieces
-// of itemsChunk rows. With more than one piece per worker, the pieces are
-// encoded on up to GOMAXPROCS workers ahead of the writer, which takes
-// them in order. Encoding is most of the cost: an inventory's rows lie
-// wherever they were allocated, so reading each row's JSON waits on
+// of about itemsPiece bytes. With more than one piece per worker, the
+// pieces are encoded on up to GOMAXPROCS workers ahead of the writer, which
+// takes them in order. Encoding is most of the cost: an inventory's rows
+// lie wherever they were allocated, so reading each row's JSON waits on
 // memory (200,000 rows in canonical order took 104 ms to checksum on one
 // core, 40 ms in the order they were allocated).
 func writeItems(w io.Writer, rs []*Row) {
-	n := (len(rs) + itemsChunk - 1) / itemsChunk
+	per := pieceRows(rs)
+	n := (len(rs) + per - 1) / per
 	workers := min(runtime.GOMAXPROCS(0), n/2)
 	if workers < 2 {
 		var jw jsonWriter
 		var b []byte
-		for lo := 0; lo < len(rs); lo += itemsChunk {
-			b = appendItems(b[:0], &jw, rs, lo)
+		for lo := 0; lo < len(rs); lo += per {
+			b = appendItems(b[:0], &jw, rs[:min(lo+per, len(rs))], lo)
 			w.Write(b)
 		}
 		return
@@ -53,9 +72,8 @@ func writeItems(w io.Writer, rs []*Row) {
 	// taken has one and the writer's next piece always completes; the
 	// buffers bound how far the workers run ahead.
 	free := make(chan []byte, 2*workers)
-	size := itemsChunk * (rs[0].Size() + 1) * 5 / 4 // a guess from the first row
 	for range cap(free) {
-		free <- make([]byte, 0, size)
+		free <- make([]byte, 0, itemsPiece*5/4)
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -69,7 +87,7 @@ func writeItems(w io.Writer, rs []*Row) {
 					free <- b
 					return
 				}
-				pieces[i].b = appendItems(b[:0], &jw, rs, i*itemsChunk)
+				pieces[i].b = appendItems(b[:0], &jw, rs[:min((i+1)*per, len(rs))], i*per)
 				close(pieces[i].ready)
 			}
 		})
@@ -83,10 +101,10 @@ func writeItems(w io.Writer, rs []*Row) {
 	wg.Wait()
 }
 
-// appendItems appends the JSON of up to itemsChunk rows from rs[lo:],
-// each after a comma but the first of rs.
+// appendItems appends the JSON of rs[lo:], each row after a comma but the
+// first of rs.
 func appendItems(b []byte, jw *jsonWriter, rs []*Row, lo int) []byte {
-	for i := lo; i < min(lo+itemsChunk, len(rs)); i++ {
+	for i := lo; i < len(rs); i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}

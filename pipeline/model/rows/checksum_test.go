@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"kollect.dev/kollect/pipeline/model/rows"
@@ -12,13 +13,24 @@ import (
 
 // TestChecksumOfManyRows: the checksum of rows encoded in pieces, on
 // several workers for large slices, is the SHA-256 of json.Marshal of
-// the same rows, for sizes around the pieces' boundaries.
+// the same rows, for sizes around the pieces' boundaries: 2,048 small rows
+// a piece, or 64 rows of 4 KB.
 func TestChecksumOfManyRows(t *testing.T) {
-	all := sortRows(t, 5*2048+7, 3)
-	rows.Sort(all)
-	for _, n := range []int{0, 1, 2047, 2048, 2049, 4096, 4097, 3*2048 + 1, len(all)} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			rs := all[:n]
+	small := sortRows(t, 5*2048+7, 3)
+	rows.Sort(small)
+	large := make([]*rows.Row, 0, 1000)
+	for i := range cap(large) {
+		large = append(large, mustRow(t, rows.Row{Origin: &rows.Origin{Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: fmt.Sprintf("cm-%04d", i), UID: fmt.Sprint(i)},
+			rows.Attributes{{Name: "data", Value: strings.Repeat("x", 4000)}}))
+	}
+	for _, tc := range []struct {
+		all []*rows.Row
+		n   int
+	}{{small, 0}, {small, 1}, {small, 2047}, {small, 2048}, {small, 2049}, {small, 4096}, {small, 4097}, {small, 3*2048 + 1}, {small, len(small)},
+		{large, 63}, {large, 64}, {large, 65}, {large, 255}, {large, 257}, {large, len(large)}} {
+		t.Run(fmt.Sprintf("%d of %d B", tc.n, tc.all[0].Size()), func(t *testing.T) {
+			rs := tc.all[:tc.n]
+			n := tc.n
 			js, err := json.Marshal(rs)
 			if err != nil {
 				t.Fatal(err)
