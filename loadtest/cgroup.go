@@ -115,13 +115,18 @@ func (c *memoryCgroup) remove() error {
 
 // dropPageCache asks the kernel to drop a file's cached pages, so a
 // process started from it brings them in again (and is charged for them,
-// as a container starting from its image is).
+// as a container starting from its image is). The file is synced first:
+// the kernel does not drop pages still to be written (a binary just
+// built).
 func dropPageCache(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		return fmt.Errorf("drop the page cache of %s: %w", path, err)
 	}
@@ -157,9 +162,9 @@ func readKeyed(path string) map[string]int64 {
 // limitMemory makes the operator's memory cgroup for a run with limit (a
 // Kubernetes quantity; empty: none, and no cgroup). It drops the page
 // cache of the operator's binary, so the operator's cgroup is charged for
-// the pages it runs from, and with goMemLimit adds GOMEMLIMIT at 90% of
-// the limit to env, as the operator sets it in a pod.
-func limitMemory(limit, binary string, goMemLimit bool, env *[]string) (*memoryCgroup, error) {
+// the pages it runs from. The operator reads the limit from its cgroup and
+// sets its own soft limit, as in a pod.
+func limitMemory(limit, binary string) (*memoryCgroup, error) {
 	if limit == "" {
 		return nil, nil
 	}
@@ -170,12 +175,5 @@ func limitMemory(limit, binary string, goMemLimit bool, env *[]string) (*memoryC
 	if err := dropPageCache(binary); err != nil {
 		return nil, err
 	}
-	cg, err := newMemoryCgroup(fmt.Sprintf("kollect-loadtest-%d", os.Getpid()), q.Value())
-	if err != nil {
-		return nil, err
-	}
-	if goMemLimit {
-		*env = append(*env, "GOMEMLIMIT="+strconv.FormatInt(q.Value()/10*9, 10))
-	}
-	return cg, nil
+	return newMemoryCgroup(fmt.Sprintf("kollect-loadtest-%d", os.Getpid()), q.Value())
 }

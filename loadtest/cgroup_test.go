@@ -47,7 +47,7 @@ func TestCgroupStatsReadV1AndV2(t *testing.T) {
 	}{
 		{"v1", false, map[string]string{
 			"memory.max_usage_in_bytes": "262144000\n", "memory.failcnt": "73806\n",
-			"memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
+			"memory.oom_control":    "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
 			"memory.usage_in_bytes": "200000000\n", "memory.stat": "cache 1000\ntotal_inactive_file 50000000\ninactive_file 7\n",
 		}, CgroupStats{Limit: 9, Peak: 262144000, LimitHits: 73806, OOMKills: 1}, 150000000},
 		{"v2", true, map[string]string{

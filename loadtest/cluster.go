@@ -34,12 +34,12 @@ type ClusterOptions struct {
 	// DeleteShare of the churn's changes delete their object; the object's
 	// next change creates it again.
 	DeleteShare float64
-	// GoMemLimit, when set, is the operator's GOMEMLIMIT (what the Helm
-	// chart's memory limit gives it in a pod: 90% of the limit).
+	// GoMemLimit, when set, is the operator's GOMEMLIMIT (instead of what
+	// it sets from its container's memory limit in a pod).
 	GoMemLimit string
 	// MemoryLimit, when set, runs the operator in a memory cgroup with
-	// this limit (a Kubernetes quantity), as a pod's limit does; GOMEMLIMIT
-	// is then 90% of it unless GoMemLimit is set.
+	// this limit (a Kubernetes quantity), as a pod's limit does; the
+	// operator sets its soft limit from it unless GoMemLimit is set.
 	MemoryLimit string
 	Log         func(format string, a ...any)
 }
@@ -69,6 +69,9 @@ type ClusterResult struct {
 	MaxMailbox  map[string]float64 `json:"maxMailboxDepth"`
 	Samples     []Sample           `json:"samples"`
 	LagSamples  []LagSample        `json:"lagSamples"`
+	// GoMemLimitBytes is the operator's soft memory limit, as it reports
+	// it (go_gc_gomemlimit_bytes; math.MaxInt64 for none).
+	GoMemLimitBytes int64 `json:"operatorGoMemLimitBytes"`
 	// LiveHeapBytes is the operator's heap in use right after a garbage
 	// collection once every row arrived: what it keeps, without garbage.
 	LiveHeapBytes int64 `json:"operatorLiveHeapBytes"`
@@ -116,7 +119,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	if o.GoMemLimit != "" {
 		env = append(env, "GOMEMLIMIT="+o.GoMemLimit)
 	}
-	cg, err := limitMemory(o.MemoryLimit, o.Binary, o.GoMemLimit == "", &env)
+	cg, err := limitMemory(o.MemoryLimit, o.Binary)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +132,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 			}
 		}()
 		wrap, charged = cg.wrap(), cg.workingSet
-		logf("the operator runs in memory cgroup %s, limit %s, %s", cg.dir, mib(cg.limit), env[len(env)-1])
+		logf("the operator runs in memory cgroup %s, limit %s", cg.dir, mib(cg.limit))
 	}
 	op, err := startOperator(ctx, o.Binary, api.kubeconfig, dir, wrap, env...)
 	if err != nil {
@@ -199,6 +202,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		logf("%v", err)
 	} else if live, err := scrapeGauge(op.MetricsAddr, "go_memstats_heap_alloc_bytes"); err == nil {
 		res.LiveHeapBytes = int64(live) // read right after the profile's collection
+	}
+	if soft, err := scrapeGauge(op.MetricsAddr, "go_gc_gomemlimit_bytes"); err == nil {
+		res.GoMemLimitBytes = int64(soft)
 	}
 
 	if o.ChurnRate > 0 && o.ChurnFor > 0 {

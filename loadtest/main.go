@@ -32,7 +32,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.binary, "kollect", "", "The kollect binary the cluster mode runs as the operator (default: built from this tree).")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
-	fs.StringVar(&f.limit, "memory-limit", "", "Cluster mode: run the operator in a memory cgroup with this limit, such as 250Mi, as a pod's resources.limits.memory does (needs a writable cgroup: root); GOMEMLIMIT is then 90% of it unless -gomemlimit says otherwise.")
+	fs.StringVar(&f.limit, "memory-limit", "", "Cluster mode: run the operator in a memory cgroup with this limit, such as 250Mi, as a pod's resources.limits.memory does (needs a writable cgroup: root); the operator sets its soft limit from it, as in a pod, unless -gomemlimit says otherwise.")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's from the first event until the sink holds every row).")
 	if err := fs.Parse(args); err != nil {
 		return f, err

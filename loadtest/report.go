@@ -130,6 +130,9 @@ func (r *Report) table(b *strings.Builder) {
 			row("cluster: operator memory cgroup: limit, peak working set, peak charged (with page cache), times at the limit, OOM kills",
 				fmt.Sprintf("%s, %s, %s, %d, %d", mib(g.Limit), mib(g.PeakWorkingSet), mib(g.Peak), g.LimitHits, g.OOMKills))
 		}
+		if c.GoMemLimitBytes > 0 && c.GoMemLimitBytes < 1<<62 {
+			row("cluster: operator soft memory limit (GOMEMLIMIT)", mib(c.GoMemLimitBytes))
+		}
 		row("cluster: operator live heap once every row arrived", mib(c.LiveHeapBytes))
 		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))

@@ -40,8 +40,8 @@ type Scenario struct {
 	GoMemLimit string `json:"goMemLimit,omitempty"`
 	// MemoryLimit runs the operator in a memory cgroup with this limit (a
 	// Kubernetes quantity such as 250Mi), as a pod's
-	// resources.limits.memory does (cluster mode); GoMemLimit defaults to
-	// 90% of it, as the operator sets it in a pod.
+	// resources.limits.memory does (cluster mode); the operator sets its
+	// soft limit from it, as in a pod, unless GoMemLimit is set.
 	MemoryLimit string `json:"memoryLimit,omitempty"`
 	// Cluster is the API server's address when a kubeconfig was given
 	// (set by the harness, not read from the file).
