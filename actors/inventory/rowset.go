@@ -202,7 +202,7 @@ func (s *rowSet) list(dedupeByUID bool) []*rows.Row {
 		return s.deduped()
 	}
 	var out []*rows.Row
-	if s.sorted == nil { // never listed, or more changes than rows since
+	if s.sorted == nil { // never listed, or changes past three quarters of the rows since
 		out = s.sortAll()
 	} else {
 		out = s.merged()

@@ -207,9 +207,10 @@ func (a *actorState) Receive(ctx actor.Context) {
 			ups, dels = a.evaluateNamespaces(d.namespaces)
 		}
 		u, gone := a.applyAll(d)
-		a.inbox.recycle(d.events)
+		n := len(d.events)
+		a.inbox.recycle(d.events) // clears a full slice's map for the next
 		ups, dels = append(ups, u...), append(dels, gone...)
-		a.metrics.Dispatched(len(d.events), time.Since(start))
+		a.metrics.Dispatched(n, time.Since(start))
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
 		}

@@ -1,6 +1,7 @@
 package target_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -8,10 +9,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
@@ -84,6 +87,13 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWith(t, panickyNamespaces{}, nil)
+}
+
+// newRigWith is a rig whose target reads namespaces from ns and reports
+// to metrics (nil: none).
+func newRigWith(t *testing.T, ns target.Namespaces, metrics *actors.Metrics) *rig {
+	t.Helper()
 	r := &rig{sys: actor.NewActorSystem(), got: make(chan *messages.RowsChanged, 10), rep: &lastReport{},
 		gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}
 	t.Cleanup(r.sys.Shutdown)
@@ -92,8 +102,8 @@ func newRig(t *testing.T) *rig {
 			r.got <- m
 		}
 	}))
-	r.inbox = target.NewInbox(r.sys.Root, nil)
-	r.tgt = r.sys.Root.Spawn(target.Props(r.inbox, panickyNamespaces{}, r.rep, nil, "t"))
+	r.inbox = target.NewInbox(r.sys.Root, metrics)
+	r.tgt = r.sys.Root.Spawn(target.Props(r.inbox, ns, r.rep, metrics, "t"))
 	r.sys.Root.Send(r.tgt, &messages.Subscribe{Inventory: inv})
 	return r
 }
@@ -188,5 +198,71 @@ func waitReport(t *testing.T, rep *lastReport, ok func(target.Report) bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("report: got %+v", rep.get())
 		}
+	}
+}
+
+// gateNamespaces blocks the evaluation of an object in namespace "gate"
+// until open is closed, and says so on reached.
+type gateNamespaces struct{ reached, open chan struct{} }
+
+func (g gateNamespaces) Namespace(name string) *unstructured.Unstructured {
+	if name == "gate" {
+		g.reached <- struct{}{}
+		<-g.open
+	}
+	return nil
+}
+
+// Every slice of a burst is timed in the dispatch histogram. A full
+// slice's map goes back to the inbox, cleared, for the next slice; its
+// size was read after that, so the slices of a burst were never observed.
+func TestEverySliceOfABurstIsTimed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	gate := gateNamespaces{reached: make(chan struct{}, 1), open: make(chan struct{})}
+	r := newRigWith(t, gate, actors.NewMetrics(reg))
+	r.configure(t, listStore{})
+	receive(t, r.got) // the complete list: empty
+	r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "gate/first", Object: objectIn("gate", "first")})
+	select { // the actor holds the first event alone
+	case <-gate.reached:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first event was never evaluated")
+	}
+	const burst = 2*8192 + 100 // two full slices and one of 100, while the actor is held
+	for i := range burst {
+		name := fmt.Sprintf("o-%05d", i)
+		r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ns/" + name, Object: objectIn("ns", name)})
+	}
+	close(gate.open)
+	for got := 0; got < burst+1; {
+		got += len(receive(t, r.got).Upserts)
+	}
+	waitFor(t, func() bool { return dispatchCount(t, reg) == 4 }, func() string {
+		return fmt.Sprintf("%d slices timed, want 4 (the first event, two full slices, the rest)", dispatchCount(t, reg))
+	})
+}
+
+func dispatchCount(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "kollect_collect_dispatch_duration_seconds" {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+func waitFor(t *testing.T, ok func() bool, why func() string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(why())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
