@@ -137,14 +137,23 @@ type actorState struct {
 	links []trace.Link
 	// budget keeps building snapshots a bounded share of the time.
 	budget buildBudget
+	// inBurst holds the targets whose last change said more was waiting,
+	// and heldSince when an export that was due was first held for them.
+	inBurst   map[messages.TargetRef]bool
+	heldSince time.Time
 }
+
+// maxHold bounds how long an export that is due waits for a target's
+// burst to end: a target that never catches up is still exported.
+const maxHold = 2 * time.Second
 
 // Props builds the actor's props. Sink children are restarted on failure.
 // memory carries the configuration across restarts of the actor.
 func Props(reporter Reporter, metrics *actors.Metrics, name string, memory *Memory) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{reporter: reporter, metrics: metrics, memory: memory, rows: newRowSet(),
-			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{}}
+			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{},
+			inBurst: map[messages.TargetRef]bool{}}
 	},
 		actor.WithMailbox(actor.Unbounded(metrics.Mailbox("inventory", name)...)),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(100, time.Minute, actor.DefaultDecider)))
@@ -172,15 +181,20 @@ func (a *actorState) Receive(ctx actor.Context) {
 		if msg.Trace.IsValid() && len(a.links) < maxLinks {
 			a.links = append(a.links, trace.Link{SpanContext: msg.Trace})
 		}
+		if a.burst(msg.Target, msg.More) {
+			a.flush(ctx) // the export held for this burst
+			return
+		}
 		a.schedule(ctx)
 	case *messages.TargetGone:
 		delete(a.targets, msg.Target)
 		delete(a.listed, msg.Target)
+		delete(a.inBurst, msg.Target)
 		a.dirty = a.rows.drop(msg.Target) || a.dirty
 		a.schedule(ctx)
 	case flush:
 		a.cancelFlush = nil
-		a.export(ctx)
+		a.flush(ctx)
 	case *sink.Result:
 		a.result(msg)
 	case *actor.Restarting:
@@ -210,6 +224,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
 			delete(a.targets, ref)
 			delete(a.listed, ref)
+			delete(a.inBurst, ref)
 			if w == nil {
 				// No longer read by this inventory: its rows go.
 				a.dirty = a.rows.drop(ref) || a.dirty
@@ -271,6 +286,38 @@ func flushAfter(window time.Duration, budget *buildBudget, now time.Time) time.D
 		window = 200 * time.Millisecond
 	}
 	return max(window, budget.wait(now))
+}
+
+// burst records whether a target is in a burst (more events wait behind
+// its last change); it reports whether that ended the last burst an
+// export was held for.
+func (a *actorState) burst(t messages.TargetRef, more bool) bool {
+	if more {
+		a.inBurst[t] = true
+		return false
+	}
+	delete(a.inBurst, t)
+	return len(a.inBurst) == 0 && !a.heldSince.IsZero()
+}
+
+// flush exports when the export is due, unless a target is handing over a
+// burst: the export then waits for the burst's end (burst), up to maxHold
+// since it was due, instead of building snapshots the burst's next slices
+// replace at once.
+func (a *actorState) flush(ctx actor.Context) {
+	a.stopTimer()
+	if len(a.inBurst) > 0 && a.dirty {
+		now := time.Now()
+		if a.heldSince.IsZero() {
+			a.heldSince = now
+		}
+		if wait := maxHold - now.Sub(a.heldSince); wait > 0 {
+			a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), flush{})
+			return
+		}
+	}
+	a.heldSince = time.Time{}
+	a.export(ctx)
 }
 
 func (a *actorState) stopTimer() {

@@ -33,6 +33,10 @@ type RowsChanged struct {
 	Upserts []*rows.Row
 	Deletes []rows.Key
 	Replace bool
+	// More says the target has more events waiting behind this change: it
+	// hands a burst over in slices, and an inventory may wait for the
+	// burst's end before it exports.
+	More bool
 	// Trace is the collect span that produced the change (invalid when
 	// tracing is off); the export that ships it links to it.
 	Trace trace.SpanContext

@@ -81,6 +81,8 @@ type drained struct {
 	// again (then the events are in them already).
 	namespaces map[string]bool
 	relist     bool
+	// more: events were left behind for the next wake-up (a burst).
+	more bool
 }
 
 // NewInbox builds an inbox; Bind connects it to its actor. metrics (may
@@ -181,7 +183,7 @@ func (b *Inbox) drain() drained {
 	pid := b.pid
 	b.mu.Unlock()
 	b.root.Send(pid, wake{})
-	d.events = batch
+	d.events, d.more = batch, true
 	return d
 }
 

@@ -103,6 +103,8 @@ type actorState struct {
 	frozen   bool
 	rows     map[objKey]*rows.Row
 	failures map[objKey]string
+	// inBurst: the last change sent said more events were waiting.
+	inBurst  bool
 	lastErr  string
 	subs     map[string]subscription
 	reported Report
@@ -127,13 +129,15 @@ func (s subscription) wants(targetNamespace string) bool {
 	return s.filter == nil || s.filter[targetNamespace]
 }
 
-// send delivers a change to one subscriber, filtered to what it wants.
-func (s subscription) send(ctx actor.Context, m *messages.RowsChanged) {
+// send delivers a change to one subscriber, filtered to what it wants;
+// a change that ends a burst (end) reaches it even when nothing in it is
+// for it.
+func (s subscription) send(ctx actor.Context, m *messages.RowsChanged, end bool) {
 	if s.filter == nil {
 		ctx.Send(s.pid, m)
 		return
 	}
-	out := &messages.RowsChanged{Target: m.Target, Replace: m.Replace, Trace: m.Trace}
+	out := &messages.RowsChanged{Target: m.Target, Replace: m.Replace, More: m.More, Trace: m.Trace}
 	for _, r := range m.Upserts {
 		if s.wants(r.TargetNamespace) {
 			out.Upserts = append(out.Upserts, r)
@@ -144,7 +148,7 @@ func (s subscription) send(ctx actor.Context, m *messages.RowsChanged) {
 			out.Deletes = append(out.Deletes, k)
 		}
 	}
-	if out.Replace || len(out.Upserts) > 0 || len(out.Deletes) > 0 {
+	if out.Replace || len(out.Upserts) > 0 || len(out.Deletes) > 0 || end {
 		ctx.Send(s.pid, out)
 	}
 }
@@ -214,13 +218,13 @@ func (a *actorState) Receive(ctx actor.Context) {
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
 		}
-		a.publish(ctx, ups, dels, span.SpanContext())
+		a.publish(ctx, ups, dels, span.SpanContext(), d.more)
 	case *messages.Subscribe:
 		sub := subscription{pid: msg.Inventory, filter: msg.TargetNamespaces}
 		a.subs[msg.Inventory.String()] = sub
 		a.inbox.remember(a.cfg, a.subs, a.frozen)
 		if a.listed { // otherwise the first resync answers
-			sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true})
+			sub.send(ctx, &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true}, false)
 		}
 	case *messages.Unsubscribe:
 		delete(a.subs, msg.Inventory.String())
@@ -274,10 +278,10 @@ func (a *actorState) resync(ctx actor.Context) {
 		a.unreadable(k)
 	}
 	a.metrics.ItemsDelta(len(a.rows) - before)
-	a.listed = true
+	a.listed, a.inBurst = true, false // the complete list ends any burst
 	full := &messages.RowsChanged{Target: a.ref(), Upserts: a.all(), Replace: true}
 	for _, sub := range a.subs {
-		sub.send(ctx, full)
+		sub.send(ctx, full, false)
 	}
 	a.seriesDirty = true
 	a.maybeSeries(ctx)
@@ -504,12 +508,19 @@ func (a *actorState) row(gvk schema.GroupVersionKind, obj *unstructured.Unstruct
 	return a.cfg.Evaluator.Row(gvk, obj, a.ns.Namespace)
 }
 
-func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key, sc trace.SpanContext) {
-	if len(ups) > 0 || len(dels) > 0 {
-		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels, Trace: sc}
+// publish sends a change to the subscribers; more says events wait behind
+// it. The end of a burst is sent even when its last slice changed nothing,
+// so no inventory waits for it.
+func (a *actorState) publish(ctx actor.Context, ups []*rows.Row, dels []rows.Key, sc trace.SpanContext, more bool) {
+	changed, end := len(ups) > 0 || len(dels) > 0, a.inBurst && !more
+	if changed || end {
+		msg := &messages.RowsChanged{Target: a.ref(), Upserts: ups, Deletes: dels, Trace: sc, More: more}
 		for _, sub := range a.subs {
-			sub.send(ctx, msg)
+			sub.send(ctx, msg, end)
 		}
+		a.inBurst = more
+	}
+	if changed {
 		a.seriesDirty = true
 		a.maybeSeries(ctx)
 	}

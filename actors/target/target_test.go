@@ -213,9 +213,10 @@ func (g gateNamespaces) Namespace(name string) *unstructured.Unstructured {
 	return nil
 }
 
-// Every slice of a burst is timed in the dispatch histogram. A full
+// Every slice of a burst is timed in the dispatch histogram (a full
 // slice's map goes back to the inbox, cleared, for the next slice; its
-// size was read after that, so the slices of a burst were never observed.
+// size was read after that, so the slices of a burst were never
+// observed), and every change but the burst's last says more are waiting.
 func TestEverySliceOfABurstIsTimed(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	gate := gateNamespaces{reached: make(chan struct{}, 1), open: make(chan struct{})}
@@ -234,8 +235,14 @@ func TestEverySliceOfABurstIsTimed(t *testing.T) {
 		r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ns/" + name, Object: objectIn("ns", name)})
 	}
 	close(gate.open)
+	var more []bool
 	for got := 0; got < burst+1; {
-		got += len(receive(t, r.got).Upserts)
+		m := receive(t, r.got)
+		got += len(m.Upserts)
+		more = append(more, m.More)
+	}
+	if !slices.Equal(more, []bool{false, true, true, false}) {
+		t.Fatalf("changes said more was waiting: %v, want false (the first event alone), true, true, false", more)
 	}
 	waitFor(t, func() bool { return dispatchCount(t, reg) == 4 }, func() string {
 		return fmt.Sprintf("%d slices timed, want 4 (the first event, two full slices, the rest)", dispatchCount(t, reg))
