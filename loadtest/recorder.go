@@ -39,7 +39,7 @@ func (r *recorder) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.exports++
-	if d.Full() {
+	if d.Full() && len(r.rows) > 0 { // a full export drops what it does not hold
 		live := make(map[rows.Key]bool, len(d.Next.Rows))
 		for _, row := range d.Next.Rows {
 			live[row.Key()] = true
