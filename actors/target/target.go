@@ -189,6 +189,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.frozen = true
 		a.inbox.remember(a.cfg, a.subs, true)
 		a.inbox.drain()
+		if a.inBurst { // the burst's rest is dropped: no inventory waits for it
+			a.publish(ctx, nil, nil, trace.SpanContext{}, false)
+		}
 	case wake:
 		d := a.inbox.drain()
 		if a.cfg == nil || a.frozen {

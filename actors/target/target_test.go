@@ -273,3 +273,32 @@ func waitFor(t *testing.T, ok func() bool, why func() string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A target frozen in the middle of a burst says the burst ended, so no
+// inventory holds its exports for the rest, which it drops.
+func TestAFrozenTargetEndsItsBurst(t *testing.T) {
+	gate := gateNamespaces{reached: make(chan struct{}, 1), open: make(chan struct{})}
+	r := newRigWith(t, gate, nil)
+	r.configure(t, listStore{})
+	receive(t, r.got) // the complete list: empty
+	r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "gate/first", Object: objectIn("gate", "first")})
+	select {
+	case <-gate.reached:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first event was never evaluated")
+	}
+	for i := range 2*8192 + 100 {
+		name := fmt.Sprintf("o-%05d", i)
+		r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ns/" + name, Object: objectIn("ns", name)})
+	}
+	r.sys.Root.Send(r.tgt, &target.Freeze{}) // behind the burst's first wake-up
+	close(gate.open)
+	first, slice, end := receive(t, r.got), receive(t, r.got), receive(t, r.got)
+	if first.More || len(first.Upserts) != 1 || !slice.More || len(slice.Upserts) != 8192 {
+		t.Fatalf("want the first event alone, then a slice of 8192 with more waiting; got %d (more %v), %d (more %v)",
+			len(first.Upserts), first.More, len(slice.Upserts), slice.More)
+	}
+	if end.More || len(end.Upserts)+len(end.Deletes) != 0 || end.Replace {
+		t.Fatalf("want an empty change that ends the burst, got %d upserts, %d deletes, more %v", len(end.Upserts), len(end.Deletes), end.More)
+	}
+}
