@@ -193,7 +193,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.dirty = a.rows.drop(msg.Target) || a.dirty
 		a.schedule(ctx)
 	case flush:
-		a.cancelFlush = nil
+		a.cancelFlush = nil // fired
 		a.flush(ctx)
 	case *sink.Result:
 		a.result(msg)
@@ -275,8 +275,12 @@ func (a *actorState) schedule(ctx actor.Context) {
 	if a.cancelFlush != nil || !a.dirty || a.cfg == nil {
 		return
 	}
-	window := flushAfter(a.cfg.BatchWindow, &a.budget, time.Now())
-	a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(window, ctx.Self(), flush{})
+	a.flushIn(ctx, flushAfter(a.cfg.BatchWindow, &a.budget, time.Now()))
+}
+
+// flushIn sends the actor a flush after d.
+func (a *actorState) flushIn(ctx actor.Context, d time.Duration) {
+	a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(d, ctx.Self(), flush{})
 }
 
 // flushAfter is the wait before the next export: the batch window (200 ms
@@ -312,7 +316,7 @@ func (a *actorState) flush(ctx actor.Context) {
 			a.heldSince = now
 		}
 		if wait := maxHold - now.Sub(a.heldSince); wait > 0 {
-			a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), flush{})
+			a.flushIn(ctx, wait)
 			return
 		}
 	}
