@@ -36,17 +36,13 @@ func (o *operator) heapProfile() ([]byte, error) {
 // to this process's environment, through wrap when set (testenv's
 // ProcessOptions.Wrap).
 func startOperator(ctx context.Context, bin, kubeconfig, dir string, wrap []string, env ...string) (*operator, error) {
-	pprof, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
 	p, err := testenv.StartProcess(ctx, testenv.ProcessOptions{Binary: bin, Kubeconfig: kubeconfig,
 		Log: filepath.Join(dir, "operator.log"), Env: append([]string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(dir, "mirrors")}, env...),
-		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--pprof-bind-address=" + pprof}, Wrap: wrap})
+		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof"}, AddrFlags: []string{"--pprof-bind-address"}, Wrap: wrap})
 	if err != nil {
 		return nil, err
 	}
-	return &operator{Process: p, pprof: pprof}, nil
+	return &operator{Process: p, pprof: p.Addrs["--pprof-bind-address"]}, nil
 }
 
 // stop sends SIGTERM and waits (the operator must stop within seconds).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ type Process struct {
 	Cmd *exec.Cmd
 	// MetricsAddr serves /metrics; ProbeAddr /healthz and /readyz.
 	MetricsAddr, ProbeAddr string
+	// Addrs are the addresses given to ProcessOptions.AddrFlags, by flag.
+	Addrs map[string]string
 	// Log is the file that holds the process's output.
 	Log  string
 	done chan error
@@ -31,6 +34,9 @@ type ProcessOptions struct {
 	Log        string   // output file (created or appended to)
 	Env        []string // added to this process's environment
 	Args       []string // flags after the preset ones
+	// AddrFlags are more flags that each get a free loopback address, as
+	// the metrics and probe flags do (--pprof-bind-address).
+	AddrFlags []string
 	// Wrap, when set, is a command that runs the binary: the binary and
 	// its arguments follow it (a shell that enters a cgroup and execs it,
 	// for example). It must exec the binary, so the process is the
@@ -40,22 +46,47 @@ type ProcessOptions struct {
 
 // StartProcess starts `kollect manager` and waits until it is ready. The
 // preset flags bind metrics and probes to free loopback ports and allow
-// loopback sinks; Args may add or override flags.
+// loopback sinks; Args may add or override flags. A free port can be taken
+// between the moment it is found and the moment the process binds it
+// (another test's process, an outgoing connection): a process that exits
+// because an address is in use is started again on fresh ports, three
+// times at most.
 func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
-	metrics, err := FreeAddr()
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		p, err := startProcess(ctx, o)
+		if !errors.Is(err, errAddrInUse) || attempt == 3 {
+			return p, err
+		}
 	}
-	probes, err := FreeAddr()
-	if err != nil {
-		return nil, err
+}
+
+// errAddrInUse marks a process that exited because an address it was
+// given was taken.
+var errAddrInUse = errors.New("an address was in use")
+
+func startProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
+	addrs := map[string]string{}
+	for _, flag := range append([]string{"--metrics-bind-address", "--health-probe-bind-address"}, o.AddrFlags...) {
+		a, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[flag] = a
 	}
 	log, err := os.OpenFile(o.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks",
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--validating-webhooks-enabled=false"}, o.Args...)
+	before, err := log.Seek(0, io.SeekEnd)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	args := []string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks", "--validating-webhooks-enabled=false"}
+	for _, flag := range append([]string{"--metrics-bind-address", "--health-probe-bind-address"}, o.AddrFlags...) {
+		args = append(args, flag+"="+addrs[flag])
+	}
+	args = append(args, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	if len(o.Wrap) > 0 {
 		cmd = exec.Command(o.Wrap[0], append(append(o.Wrap[1:len(o.Wrap):len(o.Wrap)], o.Binary), args...)...)
@@ -67,7 +98,8 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 		log.Close()
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	p := &Process{Cmd: cmd, MetricsAddr: metrics, ProbeAddr: probes, Log: o.Log, done: make(chan error, 1)}
+	p := &Process{Cmd: cmd, MetricsAddr: addrs["--metrics-bind-address"], ProbeAddr: addrs["--health-probe-bind-address"],
+		Addrs: addrs, Log: o.Log, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait(); log.Close() }()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if p.Ready() {
@@ -75,9 +107,27 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil || p.Exited() {
 			p.Kill()
+			if out := p.since(before); strings.Contains(out, "address already in use") {
+				return nil, fmt.Errorf("%w: %s", errAddrInUse, lastLine(out))
+			}
 			return nil, fmt.Errorf("the operator did not become ready; its log ends:\n%s", p.Tail(2000))
 		}
 	}
+}
+
+// since returns what the log holds from offset on.
+func (p *Process) since(offset int64) string {
+	b, _ := os.ReadFile(p.Log)
+	if offset > int64(len(b)) {
+		return ""
+	}
+	return string(b[offset:])
+}
+
+// lastLine returns the last line of s that is not empty.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // Ready reports whether /readyz answers 200.
