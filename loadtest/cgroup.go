@@ -38,6 +38,9 @@ type CgroupStats struct {
 	// reclaimed memory to make room.
 	LimitHits int64 `json:"limitHits"`
 	OOMKills  int64 `json:"oomKills"`
+	// MajorFaults counts the pages the cgroup's processes read back from
+	// disk: under a tight limit, mostly the executable's code.
+	MajorFaults int64 `json:"majorFaults"`
 }
 
 const (
@@ -93,11 +96,13 @@ func (c *memoryCgroup) stats() CgroupStats {
 		s.Peak = readInt(filepath.Join(c.dir, "memory.peak"))
 		ev := readKeyed(filepath.Join(c.dir, "memory.events"))
 		s.LimitHits, s.OOMKills = ev["max"], ev["oom_kill"]
+		s.MajorFaults = readKeyed(filepath.Join(c.dir, "memory.stat"))["pgmajfault"]
 		return s
 	}
 	s.Peak = readInt(filepath.Join(c.dir, "memory.max_usage_in_bytes"))
 	s.LimitHits = readInt(filepath.Join(c.dir, "memory.failcnt"))
 	s.OOMKills = readKeyed(filepath.Join(c.dir, "memory.oom_control"))["oom_kill"]
+	s.MajorFaults = readKeyed(filepath.Join(c.dir, "memory.stat"))["total_pgmajfault"]
 	return s
 }
 

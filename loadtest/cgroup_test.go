@@ -48,12 +48,12 @@ func TestCgroupStatsReadV1AndV2(t *testing.T) {
 		{"v1", false, map[string]string{
 			"memory.max_usage_in_bytes": "262144000\n", "memory.failcnt": "73806\n",
 			"memory.oom_control":    "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
-			"memory.usage_in_bytes": "200000000\n", "memory.stat": "cache 1000\ntotal_inactive_file 50000000\ninactive_file 7\n",
-		}, CgroupStats{Limit: 9, Peak: 262144000, LimitHits: 73806, OOMKills: 1}, 150000000},
+			"memory.usage_in_bytes": "200000000\n", "memory.stat": "cache 1000\npgmajfault 3\ntotal_inactive_file 50000000\ninactive_file 7\ntotal_pgmajfault 97000\n",
+		}, CgroupStats{Limit: 9, Peak: 262144000, LimitHits: 73806, OOMKills: 1, MajorFaults: 97000}, 150000000},
 		{"v2", true, map[string]string{
 			"memory.peak": "262144000\n", "memory.events": "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n",
-			"memory.current": "200000000\n", "memory.stat": "anon 1\ninactive_file 50000000\n",
-		}, CgroupStats{Limit: 9, Peak: 262144000, LimitHits: 12, OOMKills: 1}, 150000000},
+			"memory.current": "200000000\n", "memory.stat": "anon 1\ninactive_file 50000000\npgmajfault 5120\n",
+		}, CgroupStats{Limit: 9, Peak: 262144000, LimitHits: 12, OOMKills: 1, MajorFaults: 5120}, 150000000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/sinks/postgres/pgtest"
@@ -62,18 +62,24 @@ type ClusterResult struct {
 	Duplicated     int                `json:"rowsDuplicated"`
 	PeakRSSBytes   int64              `json:"operatorPeakRssBytes"`
 	PeakAnonBytes  int64              `json:"operatorPeakAnonymousRssBytes"` // RSS less the executable's and other files' pages
+	// Exports are each sink type's exports over the run (failed ones too).
+	Exports map[string]ExportFigures `json:"exports"`
 	// Cgroup is what the operator's memory cgroup recorded (with
 	// MemoryLimit).
-	Cgroup      *CgroupStats       `json:"cgroup,omitempty"`
-	OperatorCPU float64            `json:"operatorCpuSeconds"`
-	MaxMailbox  map[string]float64 `json:"maxMailboxDepth"`
-	Samples     []Sample           `json:"samples"`
-	LagSamples  []LagSample        `json:"lagSamples"`
+	Cgroup      *CgroupStats `json:"cgroup,omitempty"`
+	OperatorCPU float64      `json:"operatorCpuSeconds"`
+	// OperatorSystemCPU is the part of OperatorCPU the kernel spent on its
+	// behalf (page faults, reclaim).
+	OperatorSystemCPU float64            `json:"operatorSystemCpuSeconds"`
+	MaxMailbox        map[string]float64 `json:"maxMailboxDepth"`
+	Samples           []Sample           `json:"samples"`
+	LagSamples        []LagSample        `json:"lagSamples"`
 	// GoMemLimitBytes is the operator's soft memory limit, as it reports
 	// it (go_gc_gomemlimit_bytes; math.MaxInt64 for none).
 	GoMemLimitBytes int64 `json:"operatorGoMemLimitBytes"`
 	// LiveHeapBytes is the operator's heap in use right after a garbage
-	// collection once every row arrived: what it keeps, without garbage.
+	// collection once every row arrived and the exports settled: what it
+	// keeps, without garbage or an export in flight.
 	LiveHeapBytes int64 `json:"operatorLiveHeapBytes"`
 	// HeapProfile is the operator's heap (pprof) at the same moment,
 	// written beside the report as heap.pb.gz.
@@ -112,9 +118,16 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	}
 	defer pg.Close()
 	bare := filepath.Join(dir, "inventory.git")
-	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", bare).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("git init: %v: %s", err, out)
+	remoteLog, err := os.Create(filepath.Join(dir, "git-remote.log"))
+	if err != nil {
+		return nil, err
 	}
+	defer remoteLog.Close()
+	remote, err := serveGit(bare, remoteLog)
+	if err != nil {
+		return nil, err
+	}
+	defer remote.close()
 	var env []string
 	if o.GoMemLimit != "" {
 		env = append(env, "GOMEMLIMIT="+o.GoMemLimit)
@@ -140,7 +153,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	}
 	defer op.stop()
 	c := api.client
-	if err := applyPipeline(ctx, c, o.Namespaces, "file://"+bare, pg.DSN("")); err != nil {
+	if err := applyPipeline(ctx, c, o.Namespaces, remote.url, pg.DSN("")); err != nil {
 		return nil, err
 	}
 
@@ -198,6 +211,10 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The export that brought the last rows may still be storing what it
+	// pushed in the Git mirror: the live heap is measured once the exports
+	// settled, not with one in flight.
+	exportsSettled(ctx, op.MetricsAddr, 3*time.Second, 30*time.Second)
 	if res.HeapProfile, err = op.heapProfile(); err != nil {
 		logf("%v", err)
 	} else if live, err := scrapeGauge(op.MetricsAddr, "go_memstats_heap_alloc_bytes"); err == nil {
@@ -226,6 +243,9 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	if err := exited(); err != nil {
 		return res, err
 	}
+	if f, err := scrape(op.MetricsAddr); err == nil {
+		res.Exports = exportFigures(f, "git", "postgres")
+	}
 	if cg != nil {
 		s := cg.stats()
 		res.Cgroup = &s
@@ -236,9 +256,59 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		res.Cgroup.PeakWorkingSet = peakWorkingSet(res.Samples)
 	}
 	if n := len(res.Samples); n > 0 {
-		res.OperatorCPU = res.Samples[n-1].CPUSeconds
+		res.OperatorCPU, res.OperatorSystemCPU = res.Samples[n-1].CPUSeconds, res.Samples[n-1].SystemSeconds
 	}
 	return res, nil
+}
+
+// exportsSettled waits until the operator's count of exports has not
+// changed for quiet, or for at most limit.
+func exportsSettled(ctx context.Context, addr string, quiet, limit time.Duration) {
+	count := func() float64 {
+		f, err := scrape(addr)
+		if err != nil {
+			return -1
+		}
+		n := 0.0
+		for _, m := range f["kollect_export_duration_seconds"].GetMetric() {
+			n += float64(m.GetHistogram().GetSampleCount())
+		}
+		return n
+	}
+	last, since, deadline := count(), time.Now(), time.Now().Add(limit)
+	for time.Since(since) < quiet && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond)
+		if n := count(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+}
+
+// ExportFigures count a sink type's exports and how long they took
+// (kollect_export_duration_seconds: p99 is capped at its top bucket, 10 s).
+type ExportFigures struct {
+	Count float64       `json:"count"`
+	Mean  time.Duration `json:"meanSeconds"`
+	P99   time.Duration `json:"p99Seconds"`
+}
+
+// exportFigures reads the figures of each sink type from a scrape.
+func exportFigures(f map[string]*dto.MetricFamily, types ...string) map[string]ExportFigures {
+	out := map[string]ExportFigures{}
+	for _, t := range types {
+		for _, m := range f["kollect_export_duration_seconds"].GetMetric() {
+			if !matches(m, "sink_type", t) {
+				continue
+			}
+			h, _ := histogram(map[string]*dto.MetricFamily{"h": {Metric: []*dto.Metric{m}}}, "h", "", "")
+			fig := ExportFigures{Count: float64(m.GetHistogram().GetSampleCount()), P99: quantile(h, 0.99)}
+			if fig.Count > 0 {
+				fig.Mean = time.Duration(m.GetHistogram().GetSampleSum() / fig.Count * float64(time.Second))
+			}
+			out[t] = fig
+		}
+	}
+	return out
 }
 
 // createObjects creates the objects holding version with four workers at

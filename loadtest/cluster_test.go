@@ -86,6 +86,14 @@ func TestClusterModeLosesNothing(t *testing.T) {
 	if res.LiveHeapBytes == 0 || res.HeapProfile == nil {
 		t.Error("the operator's live heap and heap profile were not read")
 	}
+	// Git over smart HTTP from the harness (gitRemote), Postgres: both
+	// exported, and the report read their exports from the operator.
+	for _, sink := range []string{"git", "postgres"} {
+		if e := res.Exports[sink]; e.Count == 0 || e.Mean <= 0 {
+			t.Errorf("%s exports not read from the operator's metrics: %+v", sink, e)
+		}
+	}
+	t.Logf("exports %+v", res.Exports)
 	t.Logf("all rows: Git %v, Postgres %v after the last create; lag %v; peak RSS %d MiB, live heap %d MiB; mailboxes %v",
 		res.AllInGit, res.AllInPostgres, res.Lag, res.PeakRSSBytes>>20, res.LiveHeapBytes>>20, res.MaxMailbox)
 }

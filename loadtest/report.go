@@ -127,14 +127,19 @@ func (r *Report) table(b *strings.Builder) {
 		row("cluster: rows lost in Postgres / Git, duplicated", fmt.Sprintf("%d / %d, %d", c.LostPostgres, c.LostGit, c.Duplicated))
 		row("cluster: operator peak RSS (anonymous, without file-backed pages)", fmt.Sprintf("%s (%s)", mib(c.PeakRSSBytes), mib(c.PeakAnonBytes)))
 		if g := c.Cgroup; g != nil {
-			row("cluster: operator memory cgroup: limit, peak working set, peak charged (with page cache), times at the limit, OOM kills",
-				fmt.Sprintf("%s, %s, %s, %d, %d", mib(g.Limit), mib(g.PeakWorkingSet), mib(g.Peak), g.LimitHits, g.OOMKills))
+			row("cluster: operator memory cgroup: limit, peak working set, peak charged (with page cache), times at the limit, OOM kills, pages read back (major faults)",
+				fmt.Sprintf("%s, %s, %s, %d, %d, %d", mib(g.Limit), mib(g.PeakWorkingSet), mib(g.Peak), g.LimitHits, g.OOMKills, g.MajorFaults))
 		}
 		if c.GoMemLimitBytes > 0 && c.GoMemLimitBytes < 1<<62 {
 			row("cluster: operator soft memory limit (GOMEMLIMIT)", mib(c.GoMemLimitBytes))
 		}
-		row("cluster: operator live heap once every row arrived", mib(c.LiveHeapBytes))
-		row("cluster: operator CPU time", fmt.Sprintf("%.1f s", c.OperatorCPU))
+		row("cluster: operator live heap once every row arrived and the exports settled", mib(c.LiveHeapBytes))
+		row("cluster: operator CPU time (of it in the kernel)", fmt.Sprintf("%.1f s (%.1f s)", c.OperatorCPU, c.OperatorSystemCPU))
+		for _, t := range []string{"git", "postgres"} {
+			if e, ok := c.Exports[t]; ok {
+				row("cluster: "+t+" exports: count, mean, p99", fmt.Sprintf("%.0f, %v, %v", e.Count, e.Mean.Round(time.Millisecond), e.P99.Round(time.Millisecond)))
+			}
+		}
 		row("cluster: max mailbox depth", fmt.Sprint(c.MaxMailbox))
 	}
 	if f := r.Fleet; f != nil {

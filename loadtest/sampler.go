@@ -27,9 +27,13 @@ type Sample struct {
 	// CgroupBytes is the working set of the operator's memory cgroup (when
 	// it runs in one): what it is charged, anonymous memory and page
 	// cache, less the inactive page cache, as the kubelet counts it.
-	CgroupBytes int64              `json:"cgroupBytes,omitempty"`
-	CPUSeconds  float64            `json:"cpuSeconds"` // process CPU time so far
-	Mailbox     map[string]float64 `json:"mailbox"`    // max depth per actor kind
+	CgroupBytes int64   `json:"cgroupBytes,omitempty"`
+	CPUSeconds  float64 `json:"cpuSeconds"` // process CPU time so far
+	// SystemSeconds is the part of CPUSeconds spent in the kernel on the
+	// process's behalf: page faults and memory reclaim near a limit show
+	// here.
+	SystemSeconds float64            `json:"systemSeconds"`
+	Mailbox       map[string]float64 `json:"mailbox"` // max depth per actor kind
 }
 
 // sampler reads a process's RSS and CPU time, and the deepest mailbox per
@@ -67,7 +71,7 @@ func startSampler(pid int, metrics func() *dto.MetricFamily, charged func() int6
 
 func (s *sampler) take() {
 	smp := Sample{At: time.Since(s.start), Mailbox: map[string]float64{}}
-	smp.RSSBytes, smp.FileBytes, smp.CPUSeconds = pidStats(s.pid)
+	smp.RSSBytes, smp.FileBytes, smp.CPUSeconds, smp.SystemSeconds = pidStats(s.pid)
 	if s.charged != nil {
 		smp.CgroupBytes = s.charged()
 	}
@@ -135,9 +139,8 @@ func scrape(addr string) (map[string]*dto.MetricFamily, error) {
 }
 
 // pidStats reads a process's resident set size, the file-backed part of
-// it, and its CPU time (Linux).
-func pidStats(pid int) (int64, int64, float64) {
-	var rss, file int64
+// it, its CPU time, and the system part of that (Linux).
+func pidStats(pid int) (rss, file int64, cpu, system float64) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid)); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 2 {
 			pages, _ := strconv.ParseInt(f[1], 10, 64)
@@ -145,18 +148,17 @@ func pidStats(pid int) (int64, int64, float64) {
 			rss, file = pages*int64(os.Getpagesize()), shared*int64(os.Getpagesize())
 		}
 	}
-	var cpu float64
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		s := string(b)
 		if i := strings.LastIndexByte(s, ')'); i > 0 {
 			if f := strings.Fields(s[i+1:]); len(f) > 12 {
 				ut, _ := strconv.ParseFloat(f[11], 64)
 				st, _ := strconv.ParseFloat(f[12], 64)
-				cpu = (ut + st) / 100 // USER_HZ
+				cpu, system = (ut+st)/100, st/100 // USER_HZ
 			}
 		}
 	}
-	return rss, file, cpu
+	return rss, file, cpu, system
 }
 
 // peaks summarises samples: the highest RSS, the highest anonymous RSS
