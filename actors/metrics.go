@@ -26,6 +26,7 @@ type Metrics struct {
 	rejected  *prometheus.GaugeVec
 	items     prometheus.Gauge
 	debounced *prometheus.CounterVec
+	paced     *prometheus.CounterVec
 	parts     *prometheus.GaugeVec
 	queue     prometheus.Gauge
 	blocked   prometheus.Counter
@@ -70,6 +71,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Rows held by all targets."}),
 		debounced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_debounced_total",
 			Help: "Snapshots offered to a binding whose sink already held their content: skipped until the interval's re-export."}, []string{"controller"}),
+		paced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_paced_seconds_total",
+			Help: "Time exports that were due waited because their binding's exports had used up its share of the time under constant change."}, []string{"sink_type"}),
 		parts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kollect_export_parts",
 			Help: "Parts a snapshot binding's last acknowledged export was split into by its size ceiling (maxExportBytes)."},
 			[]string{"inventory", "binding"}),
@@ -82,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.conflicts, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.parts, m.queue, m.blocked, m.dispatch)
+		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.paced, m.parts, m.queue, m.blocked, m.dispatch)
 	return m
 }
 
@@ -90,6 +93,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) Debounced(controller string) {
 	if m != nil {
 		m.debounced.WithLabelValues(controller).Inc()
+	}
+}
+
+// Paced adds the time an export that was due waits for its binding's
+// budget.
+func (m *Metrics) Paced(sinkType string, wait time.Duration) {
+	if m != nil {
+		m.paced.WithLabelValues(sinkType).Add(wait.Seconds())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
+	"kollect.dev/kollect/actors/pace"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/pipeline/model/rows"
 )
@@ -135,8 +136,16 @@ type actorState struct {
 	// links are the collect spans whose changes the next snapshot carries
 	// (tracing only; at most maxLinks).
 	links []trace.Link
-	// budget keeps building snapshots a bounded share of the time.
-	budget buildBudget
+	// budget keeps building snapshots a fifth of the time under constant
+	// change, and still lets the end of a burst be exported at once: an
+	// export waits, beyond the batch window, until it holds the last
+	// build's cost (the next build is likely to cost about as much). The
+	// rule before it, waiting four times the last build's cost, held back
+	// the export of a burst's final state by four of the burst's builds,
+	// measured while the targets' evaluation competed with them for the
+	// cores: the cores then sat idle for up to half a second (engine-200k,
+	// 2026-12-05).
+	budget pace.Budget
 	// inBurst holds the targets whose last change said more was waiting,
 	// and heldSince when an export that was due was first held for them.
 	inBurst   map[messages.TargetRef]bool
@@ -151,7 +160,7 @@ const maxHold = 2 * time.Second
 // memory carries the configuration across restarts of the actor.
 func Props(reporter Reporter, metrics *actors.Metrics, name string, memory *Memory) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{reporter: reporter, metrics: metrics, memory: memory, rows: newRowSet(),
+		return &actorState{reporter: reporter, metrics: metrics, memory: memory, rows: newRowSet(), budget: pace.Budget{Share: buildShare, Burst: buildBurst},
 			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{},
 			inBurst: map[messages.TargetRef]bool{}}
 	},
@@ -268,6 +277,11 @@ func sameBinding(a, b sink.Config) bool {
 	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type && a.MaxBytes == b.MaxBytes && a.Partitioned == b.Partitioned
 }
 
+const (
+	buildShare = 5           // builds take at most 1/buildShare of the time under constant change
+	buildBurst = time.Second // the most build time the budget holds
+)
+
 // schedule coalesces changes for one batch window, and, when recent
 // snapshots used up the build budget, until it holds the last build's
 // cost again.
@@ -285,11 +299,11 @@ func (a *actorState) flushIn(ctx actor.Context, d time.Duration) {
 
 // flushAfter is the wait before the next export: the batch window (200 ms
 // when unset), or longer while the build budget is short.
-func flushAfter(window time.Duration, budget *buildBudget, now time.Time) time.Duration {
+func flushAfter(window time.Duration, budget *pace.Budget, now time.Time) time.Duration {
 	if window <= 0 {
 		window = 200 * time.Millisecond
 	}
-	return max(window, budget.wait(now))
+	return max(window, budget.Wait(now, budget.Last()))
 }
 
 // burst records whether a target is in a burst (more events wait behind
@@ -375,7 +389,7 @@ func (a *actorState) export(ctx actor.Context) {
 	start := time.Now()
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
 	built := time.Now()
-	a.budget.spend(built.Sub(start), built)
+	a.budget.Spend(built.Sub(start), built)
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
 	}

@@ -3,23 +3,25 @@ package inventory
 import (
 	"testing"
 	"time"
+
+	"kollect.dev/kollect/actors/pace"
 )
 
 func TestFlushAfter(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	// spent is a budget after builds of the given costs, each ending at
 	// the time given.
-	spent := func(builds ...any) *buildBudget {
-		b := &buildBudget{}
+	spent := func(builds ...any) *pace.Budget {
+		b := &pace.Budget{Share: buildShare, Burst: buildBurst}
 		for i := 0; i < len(builds); i += 2 {
-			b.spend(builds[i].(time.Duration), builds[i+1].(time.Time))
+			b.Spend(builds[i].(time.Duration), builds[i+1].(time.Time))
 		}
 		return b
 	}
 	for _, tc := range []struct {
 		name   string
 		window time.Duration
-		budget *buildBudget
+		budget *pace.Budget
 		want   time.Duration
 	}{
 		{"first export: the default window", 0, spent(), 200 * time.Millisecond},
@@ -40,33 +42,6 @@ func TestFlushAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := flushAfter(tc.window, tc.budget, now); got != tc.want {
 				t.Fatalf("flushAfter = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestBuildsStayAFifthOfTheTime: an inventory under constant change that
-// exports as soon as the budget lets it spends at most a fifth of the time
-// building, plus the burst, whatever a build costs.
-func TestBuildsStayAFifthOfTheTime(t *testing.T) {
-	for _, cost := range []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second} {
-		t.Run(cost.String(), func(t *testing.T) {
-			start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-			now, b, building, builds := start, &buildBudget{}, time.Duration(0), 0
-			for now.Sub(start) < 10*time.Minute {
-				now = now.Add(flushAfter(0, b, now)) // a change is always waiting
-				now = now.Add(cost)
-				b.spend(cost, now)
-				building += cost
-				builds++
-			}
-			elapsed := now.Sub(start)
-			if limit := elapsed/buildShare + max(buildBurst, cost); building > limit {
-				t.Fatalf("%d builds of %s took %s of %s, more than %s", builds, cost, building, elapsed, limit)
-			}
-			// and the budget is used: builds are not held back further
-			if building < elapsed/buildShare-2*cost {
-				t.Fatalf("%d builds of %s took only %s of %s", builds, cost, building, elapsed)
 			}
 		})
 	}

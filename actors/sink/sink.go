@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/actors"
+	"kollect.dev/kollect/actors/pace"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
@@ -113,6 +114,25 @@ type done struct {
 }
 type retry struct{}
 type due struct{}
+type paced struct{}
+
+// A binding's exports take at most half of its time while its content
+// keeps changing: an export that is due waits while the exports before it
+// used up their budget (pace.Budget, out of debt), for at most paceMax,
+// then carries every change made meanwhile. A change after a quiet spell
+// still exports at once. An export costs more than its changes: a Git
+// export of 250 new files to a tree of 64,000 took 0.47 s and one of
+// 16,000 new files 2.7 s (file:// remote, 2026-12-05), since every commit
+// rewrites each directory it touches, and each commit's directories stay
+// in the remote's history. Exporting back to back under constant change
+// did that work hundreds of times over: 100,000 objects created in three
+// minutes made about 300 Git exports; paced, 40 to 60, and the operator
+// used a quarter less CPU (two fifths less in a 250 MiB memory cgroup).
+const (
+	exportShare = 2
+	exportBurst = time.Second
+	paceMax     = 5 * time.Second
+)
 
 type actorState struct {
 	cfg     Config
@@ -126,8 +146,11 @@ type actorState struct {
 	// cancelRetry and cancelDue cancel the pending retry (set while the
 	// binding waits out a back-off) and heartbeat timers.
 	cancelRetry, cancelDue scheduler.CancelFunc
-	cancel                 context.CancelFunc
-	debounce               Debounce
+	// cancelPaced cancels the timer of an export waiting for the budget.
+	cancelPaced scheduler.CancelFunc
+	cancel      context.CancelFunc
+	debounce    Debounce
+	budget      pace.Budget
 	// links accumulate until an export ships the changes they traced.
 	links []trace.Link
 }
@@ -138,7 +161,7 @@ func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{cfg: cfg, slot: slot, metrics: metrics,
 			circuit: Closed, breaker: Breaker{OpenAfter: cfg.OpenAfter, Backoff: wait.Backoff{Duration: cfg.BackoffBase, Cap: cfg.BackoffMax}},
-			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}}
+			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}, budget: pace.Budget{Share: exportShare, Burst: exportBurst}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
 }
 
@@ -176,6 +199,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case due:
 		a.cancelDue = nil
 		a.maybeStart(ctx)
+	case paced:
+		a.cancelPaced = nil
+		a.maybeStart(ctx)
 	}
 }
 
@@ -189,7 +215,7 @@ func (a *actorState) stopInflight() {
 }
 
 func (a *actorState) stopTimers() {
-	for _, c := range []*scheduler.CancelFunc{&a.cancelDue, &a.cancelRetry} {
+	for _, c := range []*scheduler.CancelFunc{&a.cancelDue, &a.cancelRetry, &a.cancelPaced} {
 		if *c != nil {
 			(*c)()
 			*c = nil
@@ -233,10 +259,11 @@ func (a *actorState) circuitChanged(ctx actor.Context, err error, retryIn time.D
 }
 
 // maybeStart exports the latest snapshot unless one is in flight, the
-// circuit is waiting out a back-off, or the sink already holds it.
+// circuit is waiting out a back-off, the sink already holds it, or the
+// exports before it used up the binding's budget.
 func (a *actorState) maybeStart(ctx actor.Context) {
 	snap := a.slot.Latest
-	if a.inflight || a.cancelRetry != nil || snap == nil {
+	if a.inflight || a.cancelRetry != nil || a.cancelPaced != nil || snap == nil {
 		return
 	}
 	export, wait := a.debounce.Decide(a.slot.Acked, a.slot.AckedAt, snap)
@@ -244,6 +271,11 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 		if wait > 0 && a.cancelDue == nil {
 			a.cancelDue = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), due{})
 		}
+		return
+	}
+	if wait := min(paceMax, a.budget.Wait(time.Now(), 0)); wait > 0 {
+		a.metrics.Paced(a.cfg.Type, wait)
+		a.cancelPaced = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), paced{})
 		return
 	}
 	if a.cancelDue != nil {
@@ -276,6 +308,9 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 	a.inflight, a.cancel = false, nil
 	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
 	if d.err == nil {
+		// Only what the sink acknowledged is paced: a failure waits out
+		// its back-off instead.
+		a.budget.Spend(d.took, res.At)
 		a.metrics.Export(a.cfg.Type, d.took.Seconds(), d.ack.Conflicts, d.ack.Bytes, "")
 		a.breaker.Success()
 		a.circuitChanged(ctx, nil, 0)

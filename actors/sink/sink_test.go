@@ -64,6 +64,12 @@ func snapshot(t *testing.T, names ...string) *rows.Snapshot {
 // harness spawns the sink actor under a parent that collects Results.
 func harness(t *testing.T, cfg sink.Config) (*actor.ActorSystem, *actor.PID, chan *sink.Result) {
 	t.Helper()
+	return harnessWith(t, cfg, nil)
+}
+
+// harnessWith is harness with the actor's metrics.
+func harnessWith(t *testing.T, cfg sink.Config, metrics *actors.Metrics) (*actor.ActorSystem, *actor.PID, chan *sink.Result) {
+	t.Helper()
 	sys := actor.NewActorSystem()
 	t.Cleanup(sys.Shutdown)
 	results := make(chan *sink.Result, 100)
@@ -71,7 +77,7 @@ func harness(t *testing.T, cfg sink.Config) (*actor.ActorSystem, *actor.PID, cha
 	parent := actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *actor.Started:
-			childCh <- ctx.Spawn(sink.Props(cfg, &sink.Slot{}, nil))
+			childCh <- ctx.Spawn(sink.Props(cfg, &sink.Slot{}, metrics))
 		case *sink.Result:
 			results <- m
 		}
@@ -419,4 +425,96 @@ func TestConflictsAreCounted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// slowBackend takes cost for every export and records when each ended.
+type slowBackend struct {
+	cost time.Duration
+	mu   sync.Mutex
+	ends []time.Time
+	last string
+}
+
+func (b *slowBackend) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
+	time.Sleep(b.cost)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ends, b.last = append(b.ends, time.Now()), snap.Checksum
+	return sinks.Ack{Rows: len(snap.Rows), Changed: true}, nil
+}
+
+func (b *slowBackend) exports() (int, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.ends), b.last
+}
+
+// TestExportsUnderConstantChangeTakeHalfTheTime: a binding whose content
+// changes every 5 ms, with exports that take 100 ms, exports back to back
+// until its budget (1 s) is spent, then waits as long as each export took,
+// each export carrying every change made meanwhile; the last state is
+// exported soon after the changes stop, and a change after a quiet spell
+// exports at once.
+func TestExportsUnderConstantChangeTakeHalfTheTime(t *testing.T) {
+	be := &slowBackend{cost: 100 * time.Millisecond}
+	reg := prometheus.NewRegistry()
+	sys, pid, _ := harnessWith(t, sink.Config{Inventory: "ns/inv", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(be)}, actors.NewMetrics(reg))
+	start := time.Now()
+	var last *rows.Snapshot
+	for i := 0; time.Since(start) < 4*time.Second; i++ {
+		last = snapshot(t, "a", strings.Repeat("b", i+1))
+		sys.Root.Send(pid, &sink.Offer{Snapshot: last})
+		time.Sleep(5 * time.Millisecond)
+	}
+	n, _ := be.exports()
+	// Back to back: 4 s / 100 ms = 40 exports. Paced: the burst's 1 s (10
+	// exports), then half of the 3 s left (15), and one more the budget
+	// let start out of debt.
+	if n > 32 {
+		t.Fatalf("%d exports of 100 ms in 4 s of constant change: not paced (back to back is about 40, half the time about 26)", n)
+	}
+	if n < 18 {
+		t.Fatalf("only %d exports of 100 ms in 4 s: held back more than the budget says", n)
+	}
+	// The waits are counted: about half of the 3 s after the burst.
+	if waited := pacedSeconds(t, reg); waited < 0.5 || waited > 3 {
+		t.Fatalf("kollect_export_paced_seconds_total = %.2f s, want about 1.5 s", waited)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, got := be.exports(); got != last.Checksum; _, got = be.exports() {
+		if time.Now().After(deadline) {
+			t.Fatal("the last state was not exported within 3 s of the last change")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // quiet: the budget fills again
+	before, _ := be.exports()
+	changed := time.Now()
+	sys.Root.Send(pid, &sink.Offer{Snapshot: snapshot(t, "after a quiet spell")})
+	for n, _ := be.exports(); n == before; n, _ = be.exports() {
+		if time.Since(changed) > 500*time.Millisecond {
+			t.Fatal("a change after a quiet spell waited")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// pacedSeconds reads kollect_export_paced_seconds_total{sink_type="git"}.
+func pacedSeconds(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == "kollect_export_paced_seconds_total" && l.GetName() == "sink_type" && l.GetValue() == "git" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal(`no kollect_export_paced_seconds_total{sink_type="git"}`)
+	return 0
 }
