@@ -177,3 +177,86 @@ func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCommit1kChangesInFiftyDirectories holds what a commit changes
+// fixed while the tree grows: 1,000 changed rows in 50 directories of
+// 1,000 files each, in a tree of -files files spread over -files/1,000
+// namespaces. Git rewrites a touched directory whole, so this is the
+// change a commit is proportional to; its time should not follow the size
+// of the tree.
+func BenchmarkCommit1kChangesInFiftyDirectories(b *testing.B) {
+	root := b.TempDir()
+	for _, f := range strings.Split(*benchFiles, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("-files: %v", err)
+		}
+		namespaces := n / 1000
+		if namespaces < 50 {
+			continue
+		}
+		id := rows.Identity{Namespace: "default", Name: "inv"}
+		row := func(b *testing.B, i int, image string) *rows.Row {
+			r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"},
+				Namespace: fmt.Sprintf("ns-%d", i%namespaces), Name: fmt.Sprintf("cm-%07d", i), UID: fmt.Sprintf("u%07d", i)},
+				rows.AttributesOf(map[string]any{"image": image}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+		var (
+			s       *git.Sink
+			base    []*rows.Row
+			version int
+		)
+		// The first export is setup, once per size: the framework calls
+		// the sub-benchmark more than once.
+		setup := func(b *testing.B) {
+			if s != nil {
+				return
+			}
+			dir := filepath.Join(root, fmt.Sprint(n))
+			bare := filepath.Join(dir, "r.git")
+			if out, err := exec.Command("git", "init", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
+				b.Fatal(string(out))
+			}
+			var err error
+			if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Layout: git.Layout{Mode: "perResource"}}); err != nil {
+				b.Fatal(err)
+			}
+			base = make([]*rows.Row, n)
+			for i := range base {
+				base[i] = row(b, i, "app:1")
+			}
+			start := time.Now()
+			if _, err := s.Export(context.Background(), rows.NewSnapshot(id, append([]*rows.Row(nil), base...), time.Now())); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("first export of %d files in %d directories: %v", n, namespaces, time.Since(start).Round(time.Millisecond))
+		}
+		b.Run(fmt.Sprintf("of-%d-in-%d-directories", n, namespaces), func(b *testing.B) {
+			setup(b)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				version++
+				next := append([]*rows.Row(nil), base...)
+				for k := range 50 { // the directories of ns-0 … ns-49
+					for j := range 20 {
+						i := j*namespaces + k
+						next[i] = row(b, i, fmt.Sprintf("app:%d", version+1))
+					}
+				}
+				snap := rows.NewSnapshot(id, append([]*rows.Row(nil), next...), time.Now())
+				b.StartTimer()
+				ack, err := s.Export(context.Background(), snap)
+				if err != nil || ack.Written != 1000 {
+					b.Fatalf("export: %v, %+v", err, ack)
+				}
+				base = next
+			}
+			b.ReportMetric(float64(n), "files")
+		})
+	}
+}
