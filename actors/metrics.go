@@ -104,6 +104,11 @@ func (m *Metrics) Paced(sinkType string, wait time.Duration) {
 	}
 }
 
+// PacedCounter is the series Paced adds to, for tests.
+func (m *Metrics) PacedCounter(sinkType string) prometheus.Counter {
+	return m.paced.WithLabelValues(sinkType)
+}
+
 // DebouncedCounter is the series Debounced increments, for tests.
 func (m *Metrics) DebouncedCounter(controller string) prometheus.Counter {
 	return m.debounced.WithLabelValues(controller)

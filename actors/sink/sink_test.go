@@ -457,8 +457,8 @@ func (b *slowBackend) exports() (int, string) {
 // exports at once.
 func TestExportsUnderConstantChangeTakeHalfTheTime(t *testing.T) {
 	be := &slowBackend{cost: 100 * time.Millisecond}
-	reg := prometheus.NewRegistry()
-	sys, pid, _ := harnessWith(t, sink.Config{Inventory: "ns/inv", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(be)}, actors.NewMetrics(reg))
+	metrics := actors.NewMetrics(prometheus.NewRegistry())
+	sys, pid, _ := harnessWith(t, sink.Config{Inventory: "ns/inv", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(be)}, metrics)
 	start := time.Now()
 	var last *rows.Snapshot
 	for i := 0; time.Since(start) < 4*time.Second; i++ {
@@ -477,7 +477,7 @@ func TestExportsUnderConstantChangeTakeHalfTheTime(t *testing.T) {
 		t.Fatalf("only %d exports of 100 ms in 4 s: held back more than the budget says", n)
 	}
 	// The waits are counted: about half of the 3 s after the burst.
-	if waited := pacedSeconds(t, reg); waited < 0.5 || waited > 3 {
+	if waited := testutil.ToFloat64(metrics.PacedCounter("git")); waited < 0.5 || waited > 3 {
 		t.Fatalf("kollect_export_paced_seconds_total = %.2f s, want about 1.5 s", waited)
 	}
 	deadline := time.Now().Add(3 * time.Second)
@@ -497,24 +497,4 @@ func TestExportsUnderConstantChangeTakeHalfTheTime(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// pacedSeconds reads kollect_export_paced_seconds_total{sink_type="git"}.
-func pacedSeconds(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if mf.GetName() == "kollect_export_paced_seconds_total" && l.GetName() == "sink_type" && l.GetValue() == "git" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatal(`no kollect_export_paced_seconds_total{sink_type="git"}`)
-	return 0
 }
