@@ -244,7 +244,7 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		return res, err
 	}
 	if f, err := scrape(op.MetricsAddr); err == nil {
-		res.Exports = exportFigures(f, "git", "postgres")
+		res.Exports = exportFigures(f)
 	}
 	if cg != nil {
 		s := cg.stats()
@@ -270,8 +270,8 @@ func exportsSettled(ctx context.Context, addr string, quiet, limit time.Duration
 			return -1
 		}
 		n := 0.0
-		for _, m := range f["kollect_export_duration_seconds"].GetMetric() {
-			n += float64(m.GetHistogram().GetSampleCount())
+		for _, e := range exportFigures(f) {
+			n += e.Count
 		}
 		return n
 	}
@@ -292,20 +292,19 @@ type ExportFigures struct {
 	P99   time.Duration `json:"p99Seconds"`
 }
 
-// exportFigures reads the figures of each sink type from a scrape.
-func exportFigures(f map[string]*dto.MetricFamily, types ...string) map[string]ExportFigures {
+// exportFigures reads the figures of every sink type from a scrape.
+func exportFigures(f map[string]*dto.MetricFamily) map[string]ExportFigures {
 	out := map[string]ExportFigures{}
-	for _, t := range types {
-		for _, m := range f["kollect_export_duration_seconds"].GetMetric() {
-			if !matches(m, "sink_type", t) {
-				continue
+	for _, m := range f["kollect_export_duration_seconds"].GetMetric() {
+		h := m.GetHistogram()
+		fig := ExportFigures{Count: float64(h.GetSampleCount()), P99: quantile(buckets(h), 0.99)}
+		if fig.Count > 0 {
+			fig.Mean = time.Duration(h.GetSampleSum() / fig.Count * float64(time.Second))
+		}
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "sink_type" {
+				out[l.GetValue()] = fig
 			}
-			h, _ := histogram(map[string]*dto.MetricFamily{"h": {Metric: []*dto.Metric{m}}}, "h", "", "")
-			fig := ExportFigures{Count: float64(m.GetHistogram().GetSampleCount()), P99: quantile(h, 0.99)}
-			if fig.Count > 0 {
-				fig.Mean = time.Duration(m.GetHistogram().GetSampleSum() / fig.Count * float64(time.Second))
-			}
-			out[t] = fig
 		}
 	}
 	return out

@@ -237,20 +237,23 @@ type bucket struct {
 // its count.
 func histogram(f map[string]*dto.MetricFamily, name, label, value string) ([]bucket, float64) {
 	for _, m := range f[name].GetMetric() {
-		if !matches(m, label, value) {
-			continue
+		if matches(m, label, value) {
+			return buckets(m.GetHistogram()), float64(m.GetHistogram().GetSampleCount())
 		}
-		h := m.GetHistogram()
-		out := make([]bucket, 0, len(h.GetBucket())+1)
-		for _, b := range h.GetBucket() {
-			out = append(out, bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
-		}
-		if len(out) == 0 || !math.IsInf(out[len(out)-1].le, 1) { // the text format may carry it already
-			out = append(out, bucket{math.Inf(1), float64(h.GetSampleCount())})
-		}
-		return out, float64(h.GetSampleCount())
 	}
 	return nil, 0
+}
+
+// buckets are a histogram's cumulative buckets, +Inf last.
+func buckets(h *dto.Histogram) []bucket {
+	out := make([]bucket, 0, len(h.GetBucket())+1)
+	for _, b := range h.GetBucket() {
+		out = append(out, bucket{b.GetUpperBound(), float64(b.GetCumulativeCount())})
+	}
+	if len(out) == 0 || !math.IsInf(out[len(out)-1].le, 1) { // the text format may carry it already
+		out = append(out, bucket{math.Inf(1), float64(h.GetSampleCount())})
+	}
+	return out
 }
 
 // mergeBuckets adds two histograms with the same bounds.

@@ -65,6 +65,7 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 var errAddrInUse = errors.New("an address was in use")
 
 func startProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
+	args := []string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks", "--validating-webhooks-enabled=false"}
 	addrs := map[string]string{}
 	for _, flag := range append([]string{"--metrics-bind-address", "--health-probe-bind-address"}, o.AddrFlags...) {
 		a, err := FreeAddr()
@@ -72,7 +73,9 @@ func startProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 			return nil, err
 		}
 		addrs[flag] = a
+		args = append(args, flag+"="+a)
 	}
+	args = append(args, o.Args...)
 	log, err := os.OpenFile(o.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -82,11 +85,6 @@ func startProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 		log.Close()
 		return nil, err
 	}
-	args := []string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks", "--validating-webhooks-enabled=false"}
-	for _, flag := range append([]string{"--metrics-bind-address", "--health-probe-bind-address"}, o.AddrFlags...) {
-		args = append(args, flag+"="+addrs[flag])
-	}
-	args = append(args, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	if len(o.Wrap) > 0 {
 		cmd = exec.Command(o.Wrap[0], append(append(o.Wrap[1:len(o.Wrap):len(o.Wrap)], o.Binary), args...)...)
