@@ -342,16 +342,27 @@ func (m *Manager) dispatch(e *entry, g *generation, obj any, deleted bool, delta
 // cached (and handed to them): rows, not objects, are what the operator
 // keeps. Server-side apply bookkeeping goes even when everything is kept.
 func project(u *unstructured.Unstructured, kept *projection.Set) {
-	if md, ok := u.Object["metadata"].(map[string]any); ok {
-		delete(md, "managedFields")
-		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			if len(ann) == 0 {
-				delete(md, "annotations")
-			}
+	StripBookkeeping(u.Object)
+	kept.Prune(u.Object) // the decoder's fresh maps, pruned in place: nothing copied
+}
+
+// StripBookkeeping removes, in place, what no row may carry: managedFields
+// and the last-applied annotation, which hold a copy of the object as
+// applied (a Secret's data among it), so an attribute reading
+// metadata.annotations cannot leak what the profile never selected. The
+// operator and the CLI both strip before anything is evaluated.
+func StripBookkeeping(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(md, "managedFields")
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+		if len(ann) == 0 {
+			delete(md, "annotations")
 		}
 	}
-	kept.Prune(u.Object) // the decoder's fresh maps, pruned in place: nothing copied
 }
 
 // entryStore reads the entry's current generation, so a subscriber always

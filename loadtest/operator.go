@@ -34,11 +34,13 @@ func (o *operator) heapProfile() ([]byte, error) {
 
 // startOperator runs bin as the manager against kubeconfig, with env added
 // to this process's environment, through wrap when set (testenv's
-// ProcessOptions.Wrap).
+// ProcessOptions.Wrap). The scenarios run one team that collects across
+// the namespaces it labels: a single-tenant install (--namespace-ceiling
+// all).
 func startOperator(ctx context.Context, bin, kubeconfig, dir string, wrap []string, env ...string) (*operator, error) {
 	p, err := testenv.StartProcess(ctx, testenv.ProcessOptions{Binary: bin, Kubeconfig: kubeconfig,
 		Log: filepath.Join(dir, "operator.log"), Env: append([]string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(dir, "mirrors")}, env...),
-		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof"}, AddrFlags: []string{"--pprof-bind-address"}, Wrap: wrap})
+		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--namespace-ceiling=all"}, AddrFlags: []string{"--pprof-bind-address"}, Wrap: wrap})
 	if err != nil {
 		return nil, err
 	}

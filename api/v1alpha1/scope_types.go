@@ -55,6 +55,14 @@ type KollectScopeSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=63
 	AllowedSecretNamespaces []string `json:"allowedSecretNamespaces,omitempty"`
+	// allowAmbientCredentials lets the cloud sinks of this namespace (s3,
+	// gcs, bigquery) that hold no key in their Secret use the operator's
+	// own identity (IRSA, Workload Identity, the node's role). It takes
+	// effect only when the operator allows ambient credentials too
+	// (--allow-ambient-credentials) and every KollectScope of the namespace
+	// sets it. A Kollect extension: upstream let every sink use it.
+	// +optional
+	AllowAmbientCredentials bool `json:"allowAmbientCredentials,omitempty"`
 }
 
 // KollectScope caps what targets and inventories in its namespace may do.

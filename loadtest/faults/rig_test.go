@@ -38,11 +38,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "kollect")
-	build := exec.Command("go", "build", "-o", binary, "kollect.dev/kollect")
-	build.Dir = "../.." // the operator's own module, not the harness's
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the operator: %v\n%s", err, out)
+	if binary, err = testenv.BuildOperator(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := 1

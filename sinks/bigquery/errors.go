@@ -46,3 +46,11 @@ func reason(ge *googleapi.Error) string {
 	}
 	return ""
 }
+
+// shorten keeps a server's message from filling a condition.
+func shorten(msg string) string {
+	if len(msg) > 120 {
+		return msg[:120] + "…"
+	}
+	return msg
+}

@@ -13,13 +13,13 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/google"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/gcpauth"
 )
 
 // Config is a BigQuery sink's plain configuration.
@@ -32,9 +32,13 @@ type Config struct {
 	Cluster string
 	// Existing never creates the table (provisioning.mode existing).
 	Existing bool
-	// Key is a service-account key (credentials.json); without it the
-	// sink uses Application Default Credentials, unless NoAuth.
+	// Key is a service-account key (credentials.json); no other key type
+	// is accepted. Without it the sink uses Application Default
+	// Credentials when Ambient, sends nothing when NoAuth, and is refused
+	// otherwise.
 	Key []byte
+	// Ambient allows the operator's own identity when there is no Key.
+	Ambient bool
 	// NoAuth sends requests without credentials (an emulator).
 	NoAuth bool
 	// Endpoint overrides the API root (https://bigquery.googleapis.com).
@@ -73,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	}
 	client := hc
 	if !cfg.NoAuth {
-		source, err := tokenSource(hc, cfg.Key)
+		source, err := gcpauth.TokenSource(ctx, hc, gcpauth.Source{Key: cfg.Key, Ambient: cfg.Ambient}, Scope)
 		if err != nil {
 			return nil, sinks.Permanent(err)
 		}
@@ -89,32 +93,6 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	}
 	c.Location = cfg.Location
 	return &Sink{cfg: cfg, client: c}, nil
-}
-
-// tokenSource reads a service-account key, or finds Application Default
-// Credentials; token requests go through hc.
-func tokenSource(hc *http.Client, key []byte) (oauth2.TokenSource, error) {
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
-	if len(key) > 0 {
-		creds, err := google.CredentialsFromJSONWithType(ctx, key, google.ServiceAccount, Scope)
-		if err != nil {
-			return nil, fmt.Errorf("credentials.json is not a service-account key: %s", shorten(err.Error()))
-		}
-		return creds.TokenSource, nil
-	}
-	creds, err := google.FindDefaultCredentials(ctx, Scope)
-	if err != nil {
-		return nil, fmt.Errorf("no service-account key in the Secret (credentials.json) and no Application Default Credentials: %w", err)
-	}
-	return creds.TokenSource, nil
-}
-
-// shorten keeps a key parse error from quoting much of the key.
-func shorten(msg string) string {
-	if len(msg) > 120 {
-		return msg[:120] + "…"
-	}
-	return msg
 }
 
 // Close releases the client.

@@ -484,12 +484,21 @@ func isLocal(u string) bool {
 	return strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/")
 }
 
-// redact drops userinfo from a URL before it reaches an error message.
+// redact drops userinfo from a URL before it reaches an error message:
+// everything up to the last @ before the query (a password may hold @ and
+// even /; a @ in the path costs only the host in the message).
 func redact(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if at := strings.Index(u[i+3:], "@"); at >= 0 {
-			return u[:i+3] + u[i+3+at+1:]
-		}
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u
+	}
+	rest := u[i+3:]
+	authority := rest
+	if end := strings.IndexAny(rest, "?#"); end >= 0 {
+		authority = rest[:end]
+	}
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		return u[:i+3] + rest[at+1:]
 	}
 	return u
 }

@@ -63,11 +63,7 @@ func (a *api) do(ctx context.Context, method, u string, body, out any) error {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return sinks.Permanent(fmt.Errorf("GitLab refused the token (%s) for %s %s: check the Secret's token and its scope (api)", resp.Status, method, a.redact(u)))
 	case resp.StatusCode >= 300:
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
-		}
-		err := fmt.Errorf("GitLab answered %s to %s %s: %s", resp.Status, method, a.redact(u), msg)
+		err := fmt.Errorf("GitLab answered %s to %s %s%s", resp.Status, method, a.redact(u), errorMessage(data))
 		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity {
 			return sinks.Permanent(err)
 		}
@@ -79,6 +75,42 @@ func (a *api) do(ctx context.Context, method, u string, body, out any) error {
 		}
 	}
 	return nil
+}
+
+// errorMessage is what status may repeat of an error answer: the message
+// field of a GitLab JSON error, cut short, or nothing. The endpoint is the
+// tenant's choice, so the body of any other answer (an internal service's
+// page) never reaches status, where the tenant could read it.
+func errorMessage(body []byte) string {
+	var e struct {
+		Message any    `json:"message"`
+		Error   string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	msg := e.Error
+	switch m := e.Message.(type) {
+	case string:
+		msg = m
+	case map[string]any, []any:
+		if b, err := json.Marshal(m); err == nil {
+			msg = string(b)
+		}
+	}
+	msg = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.TrimSpace(msg))
+	if msg == "" {
+		return ""
+	}
+	if r := []rune(msg); len(r) > 160 {
+		msg = string(r[:160]) + "…"
+	}
+	return ": " + msg
 }
 
 func (a *api) redact(u string) string {

@@ -122,9 +122,10 @@ func (s *Sink) connect(ctx context.Context) (jetstream.JetStream, error) {
 	return js, nil
 }
 
-// ensureStream makes sure a stream captures the subject (mode ensure), or
-// checks that one does (mode existing). An existing stream keeps its other
-// subjects.
+// ensureStream creates the stream when it is missing (mode ensure) and
+// checks that the stream captures the subject. An existing stream is never
+// changed: widening it with a sink's subject would let a tenant's sink
+// redirect what a platform's stream stores (and read it back).
 func (s *Sink) ensureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, s.cfg.Stream)
 	switch {
@@ -144,14 +145,8 @@ func (s *Sink) ensureStream(ctx context.Context, js jetstream.JetStream) (jetstr
 	if slices.Contains(cfg.Subjects, s.cfg.Subject) {
 		return st, nil
 	}
-	if s.cfg.Existing {
-		return nil, sinks.Permanent(fmt.Errorf("stream %q does not capture subject %q and provisioning.mode is existing", s.cfg.Stream, s.cfg.Subject))
-	}
-	cfg.Subjects = append(cfg.Subjects, s.cfg.Subject)
-	if st, err = js.UpdateStream(ctx, cfg); err != nil {
-		return nil, s.classify("add subject to stream", err)
-	}
-	return st, nil
+	return nil, sinks.Permanent(fmt.Errorf("stream %q exists and does not capture subject %q (it captures %s): Kollect does not change a stream it finds; "+
+		"add the subject to the stream, or name a subject it captures", s.cfg.Stream, s.cfg.Subject, strings.Join(cfg.Subjects, ", ")))
 }
 
 // Probe connects and reads the JetStream account.

@@ -148,3 +148,39 @@ func TestExistingModeNeedsTheStream(t *testing.T) {
 		t.Fatalf("want a permanent error naming the stream, got %v", err)
 	}
 }
+
+// A platform's stream that does not capture a sink's subject is left as
+// it is: the sink fails, saying what to change, and the stream's subjects
+// are still the platform's.
+func TestAStreamItFindsIsNeverWidened(t *testing.T) {
+	ts := natstest.Start(t)
+	nc, err := natsgo.Connect(ts.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "platform", Subjects: []string{"platform.audit"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := nats.New(nats.Config{URL: ts.URL(), Subject: "tenant.rows", Stream: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Export(ctx, rows.Diff(nil, sinktest.Snap(rows.Identity{Namespace: "a", Name: "b"}, sinktest.Rows(1, "1"))))
+	if err == nil || !errorsIsPermanent(err) {
+		t.Fatalf("want a permanent error, got %v", err)
+	}
+	st, err := js.Stream(ctx, "platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.Subjects; len(got) != 1 || got[0] != "platform.audit" {
+		t.Fatalf("the platform's stream now captures %v", got)
+	}
+}

@@ -2,15 +2,15 @@ package objectstore
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"cloud.google.com/go/storage"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
+
+	"kollect.dev/kollect/sinks/gcpauth"
 )
 
 // gcsKeyKeys hold a service-account key (JSON), first non-empty wins.
@@ -18,26 +18,17 @@ var gcsKeyKeys = []string{"credentials.json", "serviceAccountKey", "key.json"}
 
 // OpenGCS opens a bucket through the native GCS JSON API: at e.BaseURL
 // when set (an emulator, a private endpoint), else Google's. It
-// authenticates with a service-account key from the Secret, else with
-// Application Default Credentials; a custom endpoint without a key is
-// used unauthenticated (an emulator). Every request, token requests
-// included, goes through hc.
-func OpenGCS(ctx context.Context, e Endpoint, data map[string][]byte, hc *http.Client) (*blob.Bucket, error) {
-	tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
+// authenticates with a service-account key from the Secret (no other key
+// type: see gcpauth), else, when ambient allows, with Application Default
+// Credentials; a custom endpoint without a key is used unauthenticated
+// (an emulator). Every request, token requests included, goes through hc.
+func OpenGCS(ctx context.Context, e Endpoint, data map[string][]byte, ambient bool, hc *http.Client) (*blob.Bucket, error) {
 	var source oauth2.TokenSource
-	switch key := first(data, gcsKeyKeys...); {
-	case key != "":
-		creds, err := google.CredentialsFromJSON(tokenCtx, []byte(key), storage.ScopeReadWrite) //nolint:staticcheck // the key is the sink's own
-		if err != nil {
-			return nil, fmt.Errorf("the Secret's service-account key does not parse: %v", redactKey(err))
+	if key := first(data, gcsKeyKeys...); key != "" || e.BaseURL == "" {
+		var err error
+		if source, err = gcpauth.TokenSource(ctx, hc, gcpauth.Source{Key: []byte(key), Ambient: ambient}, storage.ScopeReadWrite); err != nil {
+			return nil, err
 		}
-		source = creds.TokenSource
-	case e.BaseURL == "":
-		creds, err := google.FindDefaultCredentials(tokenCtx, storage.ScopeReadWrite)
-		if err != nil {
-			return nil, fmt.Errorf("no service-account key in the Secret (credentials.json) and no Application Default Credentials: %w", err)
-		}
-		source = creds.TokenSource
 	}
 	client := hc
 	if source != nil {
@@ -55,13 +46,4 @@ func OpenGCS(ctx context.Context, e Endpoint, data map[string][]byte, hc *http.C
 	// breaker: a few quick attempts here, not a wait until the deadline.
 	sc.SetRetry(storage.WithMaxAttempts(3))
 	return gcsblob.OpenBucket(ctx, nil, e.Bucket, &gcsblob.Options{Client: sc})
-}
-
-// redactKey keeps a key parse error from quoting the key.
-func redactKey(err error) string {
-	msg := err.Error()
-	if len(msg) > 120 {
-		msg = msg[:120] + "…"
-	}
-	return msg
 }

@@ -31,7 +31,7 @@ func TestGCSConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, err := objectstore.OpenGCS(context.Background(), objectstore.Endpoint{BaseURL: srv.URL, Bucket: bucket}, nil, hc)
+				b, err := objectstore.OpenGCS(context.Background(), objectstore.Endpoint{BaseURL: srv.URL, Bucket: bucket}, nil, false, hc)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -25,10 +26,15 @@ func S3Keys(data map[string][]byte) bool {
 	return first(data, accessKeyKeys...) != "" && first(data, secretKeyKeys...) != ""
 }
 
+// ErrAmbientRefused: a sink without keys may not use the operator's own
+// identity.
+var ErrAmbientRefused = errors.New("ambient credentials refused")
+
 // OpenS3 opens an S3 bucket, or any S3-compatible one at e.BaseURL
-// (path-style addressing), with the Secret's keys or, without them, the
-// default AWS credential chain. region "" is us-east-1.
-func OpenS3(ctx context.Context, e Endpoint, data map[string][]byte, region string, hc *http.Client) (*blob.Bucket, []string, error) {
+// (path-style addressing), with the Secret's keys or, without them and
+// only when ambient, the default AWS credential chain (the operator's own
+// identity). region "" is us-east-1.
+func OpenS3(ctx context.Context, e Endpoint, data map[string][]byte, ambient bool, region string, hc *http.Client) (*blob.Bucket, []string, error) {
 	if region == "" {
 		region = "us-east-1"
 	}
@@ -41,6 +47,10 @@ func OpenS3(ctx context.Context, e Endpoint, data map[string][]byte, region stri
 		redact = []string{secret, token}
 	case first(data, accessKeyKeys...) != "" || first(data, secretKeyKeys...) != "":
 		return nil, nil, fmt.Errorf("the Secret has only half of an S3 key pair: set both accessKeyID and secretAccessKey (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+	case !ambient:
+		return nil, nil, fmt.Errorf("%w: the sink's Secret holds no S3 keys (accessKeyID and secretAccessKey), and this sink may not use the operator's own "+
+			"cloud identity: add keys, or have the platform allow ambient credentials (operator flag --allow-ambient-credentials and "+
+			"spec.allowAmbientCredentials on the namespace's KollectScope)", ErrAmbientRefused)
 	default:
 		// The default chain: environment, web identity (IRSA), instance role.
 		var err error

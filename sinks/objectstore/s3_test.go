@@ -49,7 +49,7 @@ func open(t testing.TB, srv *s3test.Server, bucket, prefix string) func() *objec
 			t.Fatal(err)
 		}
 		b, redact, err := objectstore.OpenS3(context.Background(), objectstore.Endpoint{BaseURL: srv.URL, Bucket: bucket},
-			map[string][]byte{"accessKeyID": []byte(s3test.AccessKey), "secretAccessKey": []byte(s3test.SecretKey)}, "", hc)
+			map[string][]byte{"accessKeyID": []byte(s3test.AccessKey), "secretAccessKey": []byte(s3test.SecretKey)}, false, "", hc)
 		if err != nil {
 			t.Fatal(err)
 		}

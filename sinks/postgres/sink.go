@@ -59,6 +59,10 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
 	}
+	// Checked before parsing: parsing already reads the files a DSN names.
+	if err := CheckDSN(cfg.DSN); err != nil {
+		return nil, sinks.Permanent(err)
+	}
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("the postgres DSN cannot be parsed: %s", redact(err.Error(), cfg.DSN)))
@@ -72,10 +76,10 @@ func New(cfg Config) (*Sink, error) {
 		// The dialer resolves names itself, so what it vets is what it
 		// connects to.
 		pc.ConnConfig.LookupFunc = func(_ context.Context, host string) ([]string, error) { return []string{host}, nil }
-		dial, guarded := pc.ConnConfig.DialFunc, cfg.Dial
+		guarded := cfg.Dial
 		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if network == "unix" {
-				return dial(ctx, network, addr)
+				return nil, sinks.Permanent(fmt.Errorf("the postgres DSN names a unix socket: a sink reaches its server over TCP only"))
 			}
 			return guarded(ctx, network, addr)
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
 	"kollect.dev/kollect/pipeline/model/endpoint"
 )
 
@@ -23,6 +24,10 @@ type Options struct {
 	Policy endpoint.Policy
 	// MaxExportBytes is the global export ceiling (0: the default).
 	MaxExportBytes int64
+	// AllNamespaces lifts the default namespace ceiling (--namespace-ceiling
+	// all); otherwise a target may list only its own namespace unless a
+	// KollectScope of its namespace lists more.
+	AllNamespaces bool
 
 	// policyOnly leaves out what the offline validator checks itself
 	// (expressions and references that compile, reference shapes).
@@ -87,6 +92,9 @@ func register[T client.Object](mgr ctrl.Manager, obj T, v *validator[T]) error {
 // Validators read live state (scopes, profiles) through c.
 func Setup(mgr ctrl.Manager, o Options) error {
 	c := mgr.GetClient()
+	if o.TenantMode {
+		c = scope.WithoutClusterScopes(c)
+	}
 	for _, err := range []error{
 		register(mgr, &kollectv1alpha1.KollectProfile{}, &validator[*kollectv1alpha1.KollectProfile]{kind: "KollectProfile", check: profile}),
 		register(mgr, &kollectv1alpha1.KollectTarget{}, &validator[*kollectv1alpha1.KollectTarget]{kind: "KollectTarget", strictOnDelete: true, plain: true,

@@ -89,6 +89,9 @@ func target(ctx context.Context, c client.Reader, o Options, t *kollectv1alpha1.
 	if v := scopeKinds(ceiling, compiled, p != nil); v != nil {
 		problems = append(problems, v.Message)
 	}
+	if !o.AllNamespaces {
+		ceiling = ceiling.ClosedTo(t.Namespace)
+	}
 	if v := ceiling.CheckNamespaces(t.Spec.IncludedNamespaces); v != nil {
 		problems = append(problems, v.Message)
 	}

@@ -84,7 +84,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
-	creds, err := ReadCredentials(ctx, cl, sink)
+	creds, err := c.Registry.credentials(ctx, cl, sink)
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
@@ -97,7 +97,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir})
+	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient})
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}

@@ -21,6 +21,24 @@ type Credentials struct {
 	// Version changes when either Secret changes, so a rotated Secret
 	// rebuilds the backend.
 	Version string
+	// Ambient: the sink may use the operator's own cloud identity when it
+	// holds no key (the operator and every scope of its namespace allow it).
+	Ambient bool
+}
+
+// credentials reads the Secrets of sink and decides whether it may use
+// ambient credentials.
+func (r *Registry) credentials(ctx context.Context, c client.Reader, sink client.Object) (Credentials, error) {
+	creds, err := ReadCredentials(ctx, c, sink)
+	if err != nil || !r.AllowAmbient {
+		return creds, err
+	}
+	ceiling, err := scope.Namespaced(ctx, c, sink.GetNamespace())
+	if err != nil {
+		return creds, err
+	}
+	creds.Ambient = ceiling.AllowsAmbientCredentials()
+	return creds, nil
 }
 
 // ReadCredentials reads the Secrets a sink names.

@@ -87,6 +87,11 @@ func bigqueryType() Type {
 			if err != nil {
 				return nil, sinks.Permanent(err)
 			}
-			return bigquery.New(ctx, cfg)
+			cfg.Ambient = env.Ambient
+			b, err := bigquery.New(ctx, cfg)
+			if err != nil {
+				return nil, ambientRefused(err)
+			}
+			return b, nil
 		}}
 }

@@ -164,7 +164,12 @@ func TestBuiltBackendsAreComparable(t *testing.T) {
 	}
 	for _, s := range cases {
 		s.Name, s.Namespace = "s", "team"
-		b, err := Default(policy).Build(context.Background(), s, Credentials{}, t.TempDir())
+		var creds Credentials
+		if s.Spec.Type == "s3" {
+			creds.Data = map[string][]byte{"accessKeyID": []byte("id"), "secretAccessKey": []byte("key")}
+			s.Annotations = map[string]string{git.AllowPlainHTTPCredentials: "true"}
+		}
+		b, err := Default(policy).Build(context.Background(), s, creds, t.TempDir())
 		if err != nil {
 			t.Fatalf("%s: %v", s.Spec.Type, err)
 		}

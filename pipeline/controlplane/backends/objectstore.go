@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/gcpauth"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/objectstore"
 )
@@ -20,7 +22,7 @@ func s3Type() Type {
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			return buildObjectStore(ctx, obj.(*kollectv1alpha1.KollectSnapshotSink), creds, env, "s3",
 				func(ctx context.Context, e objectstore.Endpoint, hc *http.Client, s *kollectv1alpha1.KollectSnapshotSink) (*blob.Bucket, []string, error) {
-					return objectstore.OpenS3(ctx, e, creds.Data, s.Spec.Options["region"], hc)
+					return objectstore.OpenS3(ctx, e, creds.Data, env.Ambient, s.Spec.Options["region"], hc)
 				})
 		}}
 }
@@ -41,10 +43,10 @@ func gcsType() Type {
 						if region == "" {
 							region = "auto"
 						}
-						return objectstore.OpenS3(ctx, e, creds.Data, region, hc)
+						return objectstore.OpenS3(ctx, e, creds.Data, env.Ambient, region, hc)
 					}
-					b, err := objectstore.OpenGCS(ctx, e, creds.Data, hc)
-					return b, nil, err
+					b, err := objectstore.OpenGCS(ctx, e, creds.Data, env.Ambient, hc)
+					return b, nil, ambientRefused(err)
 				})
 		}}
 }
@@ -101,7 +103,7 @@ func buildObjectStore(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSin
 	}
 	bucket, redact, err := open(ctx, e, hc, s)
 	if err != nil {
-		return nil, err
+		return nil, ambientRefused(err)
 	}
 	return newStore(s, e, bucket, redact)
 }
@@ -140,3 +142,21 @@ type store struct {
 
 func (s *store) Probe(ctx context.Context) error { return s.st.Probe(ctx) }
 func (s *store) Close()                          { s.st.Close() }
+
+// ErrAmbientRefused marks a cloud sink refused the operator's own
+// identity (its probe's reason is AmbientCredentialsRefused).
+var ErrAmbientRefused = errors.New("ambient credentials refused")
+
+// ambientRefused makes a refusal of ambient credentials permanent and
+// recognisable, whichever SDK's opener said it.
+func ambientRefused(err error) error {
+	if errors.Is(err, objectstore.ErrAmbientRefused) || errors.Is(err, gcpauth.ErrAmbientRefused) {
+		return sinks.Permanent(refusal{err})
+	}
+	return err
+}
+
+type refusal struct{ error }
+
+func (r refusal) Is(target error) bool { return target == ErrAmbientRefused }
+func (r refusal) Unwrap() error        { return r.error }

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,7 +12,10 @@ import (
 const (
 	ReasonSecretFailed = "SecretResolveFailed"
 	ReasonTestFailed   = "ConnectionTestFailed"
-	probeTimeout       = 15 * time.Second
+	// ReasonAmbientRefused: the sink holds no key and may not use the
+	// operator's own cloud identity.
+	ReasonAmbientRefused = "AmbientCredentialsRefused"
+	probeTimeout         = 15 * time.Second
 )
 
 // prober is a backend that can test its connection.
@@ -27,11 +31,14 @@ func (r *Registry) Probe(ctx context.Context, c client.Reader, sink client.Objec
 	if err != nil {
 		return "", ReasonTestFailed, err
 	}
-	creds, err := ReadCredentials(ctx, c, sink)
+	creds, err := r.credentials(ctx, c, sink)
 	if err != nil {
 		return "", ReasonSecretFailed, err
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: r.Policy})
+	b, err := t.Build(ctx, sink, creds, Env{Policy: r.Policy, Ambient: creds.Ambient})
+	if errors.Is(err, ErrAmbientRefused) {
+		return "", ReasonAmbientRefused, err
+	}
 	if err != nil {
 		return "", ReasonTestFailed, err
 	}

@@ -53,6 +53,10 @@ type Env struct {
 	// StateDir is a directory of the backend's own (a Git mirror), or ""
 	// for a throwaway backend (a probe).
 	StateDir string
+	// Ambient lets a cloud backend without a key use the operator's own
+	// identity (the SDK's default chain). Without it such a backend is
+	// refused before it sends anything.
+	Ambient bool
 }
 
 // Types are the backends of this build, one line each.
@@ -75,7 +79,11 @@ func Types() []Type {
 // the endpoint policy of this operator.
 type Registry struct {
 	Policy endpoint.Policy
-	types  map[string]Type
+	// AllowAmbient is the operator's consent to ambient credentials
+	// (--allow-ambient-credentials); a sink gets them only when the scopes
+	// of its namespace consent too.
+	AllowAmbient bool
+	types        map[string]Type
 }
 
 // Default is a registry of every backend this build implements, each
@@ -120,7 +128,7 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir})
+	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient})
 }
 
 // Kind returns a sink object's family and effective type: a
@@ -152,7 +160,7 @@ func sinkKind(typ string) string {
 
 func fingerprint(sink client.Object, creds Credentials) string {
 	family, typ := Kind(sink)
-	return fmt.Sprintf("%s/%s/%d/%s/%s", family, typ, sink.GetGeneration(), creds.Version, sink.GetAnnotations()[ReplayAnnotation])
+	return fmt.Sprintf("%s/%s/%d/%s/%s/%t", family, typ, sink.GetGeneration(), creds.Version, sink.GetAnnotations()[ReplayAnnotation], creds.Ambient)
 }
 
 // errNotImplemented says that this version has no backend (or no probe)

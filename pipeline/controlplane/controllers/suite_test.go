@@ -25,14 +25,18 @@ var (
 )
 
 // TestMain starts a control plane and the real manager once for the
-// package, as an operator deployment would run it.
+// package, as an operator deployment would run it: a single-tenant one
+// (--namespace-ceiling=all), since these pipelines collect across
+// namespaces without scopes. The closed default has its own tests
+// (tenancy_test.go). Profile series keep their attribute labels
+// (--metrics-attribute-labels), which series_test.go reads.
 func TestMain(m *testing.M) {
 	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	mgr, err := env.StartManager("--dev-allow-loopback-sinks")
+	mgr, err := env.StartManager("--dev-allow-loopback-sinks", "--namespace-ceiling=all", "--metrics-attribute-labels")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

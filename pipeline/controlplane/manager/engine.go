@@ -25,6 +25,7 @@ import (
 	"kollect.dev/kollect/pipeline/controlplane/controllers/familysink"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
+	"kollect.dev/kollect/pipeline/controlplane/scope"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/endpoint"
 	"kollect.dev/kollect/sinks/git"
@@ -51,6 +52,10 @@ func (engineRunnable) NeedLeaderElection() bool { return true }
 // that drive it.
 func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	cfg := mgr.GetConfig()
+	c := mgr.GetClient()
+	if o.TenantMode {
+		c = scope.WithoutClusterScopes(c)
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
@@ -66,7 +71,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		only = o.WatchNamespaces
 		inf.OnlyNamespaces(only, 30*time.Second)
 	}
-	writer := status.NewWriter(mgr.GetClient(), o.StatusFlushInterval)
+	writer := status.NewWriter(c, o.StatusFlushInterval)
 	writer.Events = mgr.GetEventRecorder("kollect")
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
@@ -83,9 +88,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if resync <= 0 {
 		resync = 60 * time.Second
 	}
-	tr := &target.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+	tr := &target.Reconciler{Client: c, Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
 		Tuning: controllers.Tuning{Concurrency: o.ConcurrentTarget, RateLimit: o.ReconcileRateLimit}, Metrics: cm, Defaults: compile.Defaults{IncludedNamespaces: o.DefaultIncludedNamespaces,
-			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}, Only: only}
+			ExcludedNamespaces: o.DefaultExcludedNamespaces, ScrubKeys: o.ScrubKeys}, Only: only,
+		AllNamespaces: o.NamespaceCeiling == "all", AttributeLabels: o.MetricsAttributeLabels}
 	if err := tr.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up target controller: %w", err)
 	}
@@ -93,9 +99,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Git over HTTP(S) dials through the same guard as every other backend.
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
-	resolver := &inventory.Resolver{Client: mgr.GetClient(), MaxBytes: o.MaxExportBytes,
+	registry.AllowAmbient = o.AllowAmbientCredentials
+	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
-	ir := &inventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Metrics: cm,
+	ir := &inventory.Reconciler{Client: c, Engine: eng, Status: writer, Metrics: cm,
 		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},
 		Resolver: resolver, Tenant: o.TenantMode}
 	if err := ir.SetupWithManager(mgr); err != nil {
@@ -104,12 +111,12 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// A tenant install has no right to the cluster kinds (and its webhooks
 	// refuse them): their controllers do not run.
 	if !o.TenantMode {
-		ctr := &clustertarget.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
-			Metrics: cm, Defaults: tr.Defaults, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterTarget, RateLimit: o.ReconcileRateLimit}}
+		ctr := &clustertarget.Reconciler{Client: c, Engine: eng, Status: writer, Namespaces: inf, Resync: resync,
+			Metrics: cm, Defaults: tr.Defaults, AttributeLabels: o.MetricsAttributeLabels, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterTarget, RateLimit: o.ReconcileRateLimit}}
 		if err := ctr.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up cluster target controller: %w", err)
 		}
-		cir := &clusterinventory.Reconciler{Client: mgr.GetClient(), Engine: eng, Status: writer, Resolver: resolver,
+		cir := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: writer, Resolver: resolver,
 			Metrics: cm, Resync: resync, Tuning: controllers.Tuning{Concurrency: o.ConcurrentClusterInv, RateLimit: o.ReconcileRateLimit}}
 		if err := cir.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up cluster inventory controller: %w", err)
@@ -118,7 +125,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := familysink.Setup(mgr, registry, cm, writer.Events); err != nil {
 		return fmt.Errorf("set up sink controllers: %w", err)
 	}
-	ctt := &connectiontest.Reconciler{Client: mgr.GetClient(), Prober: registry, Metrics: cm}
+	ctt := &connectiontest.Reconciler{Client: c, Prober: registry, Metrics: cm}
 	if err := ctt.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up connection test controller: %w", err)
 	}

@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 		return nil, err
 	}
 	if o.WebhooksEnabled {
-		if err := admission.Setup(mgr, admission.Options{TenantMode: o.TenantMode, MaxExportBytes: o.MaxExportBytes,
+		if err := admission.Setup(mgr, admission.Options{TenantMode: o.TenantMode, MaxExportBytes: o.MaxExportBytes, AllNamespaces: o.NamespaceCeiling == "all",
 			Policy: endpoint.Policy{AllowPrivate: o.AllowPrivateSinks, AllowLoopback: o.DevAllowLoopbackSinks}}); err != nil {
 			return nil, err
 		}

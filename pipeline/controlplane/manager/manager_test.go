@@ -61,7 +61,7 @@ func TestManagerServesProbesAndMetricsAndTakesTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	metrics, probes := freeAddr(t), freeAddr(t)
-	o := parse(t, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
+	o := parse(t, "--metrics-bind-address="+metrics, "--metrics-secure=false", "--health-probe-bind-address="+probes,
 		"--leader-elect", "--leader-election-namespace=kollect-system",
 		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=1s")
 
@@ -150,8 +150,12 @@ func TestOptionsValidation(t *testing.T) {
 
 func TestDefaultsMatchTheDocumentedPorts(t *testing.T) {
 	o := parse(t)
-	if o.MetricsBindAddress != ":8080" || o.ProbeBindAddress != ":8081" {
-		t.Errorf("want metrics on :8080 and probes on :8081, got %q and %q", o.MetricsBindAddress, o.ProbeBindAddress)
+	if o.MetricsBindAddress != ":8443" || !o.MetricsSecure || o.ProbeBindAddress != ":8081" {
+		t.Errorf("want secure metrics on :8443 (upstream's) and probes on :8081, got %q (secure %t) and %q", o.MetricsBindAddress, o.MetricsSecure, o.ProbeBindAddress)
+	}
+	if o.NamespaceCeiling != "own" || o.AllowAmbientCredentials || o.MetricsAttributeLabels {
+		t.Errorf("want closed defaults, got --namespace-ceiling=%s --allow-ambient-credentials=%t --metrics-attribute-labels=%t",
+			o.NamespaceCeiling, o.AllowAmbientCredentials, o.MetricsAttributeLabels)
 	}
 	if o.MaxExportBytes != manager.DefaultMaxExportBytes {
 		t.Errorf("want --max-export-bytes %d, got %d", manager.DefaultMaxExportBytes, o.MaxExportBytes)

@@ -44,6 +44,7 @@ type Options struct {
 	WebhookHost               string
 	WebhookService            string
 	WebhookConfiguration      string
+	WebhookCASecret           string
 	TenantMode                bool
 	AllowPrivateSinks         bool
 	InventoryHTTPEnabled      bool
@@ -71,14 +72,24 @@ type Options struct {
 	StatusFlushInterval       time.Duration
 	ExportBatchWindow         time.Duration
 	DevAllowLoopbackSinks     bool
+	// NamespaceCeiling is what a namespaced target may read when no
+	// KollectScope of its namespace lists allowedNamespaces: "own" (its
+	// own namespace) or "all" (every namespace, as upstream).
+	NamespaceCeiling string
+	// AllowAmbientCredentials lets cloud sinks without a key use the
+	// operator's own identity, where the namespace's scopes allow it too.
+	AllowAmbientCredentials bool
+	// MetricsAttributeLabels lets profile metrics carry attribute values as
+	// labels (spec.metrics labels from row attributes).
+	MetricsAttributeLabels bool
 
 	Zap zap.Options
 }
 
 // BindFlags registers every manager flag on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 disables it.")
-	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS with Kubernetes authentication and authorization (upstream defaults to true with metrics disabled; Kollect serves plain HTTP on :8080 unless asked).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, answering only callers the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false serves plain, anonymous HTTP.")
 	fs.StringVar(&o.MetricsCertPath, "metrics-cert-path", "", "Directory of the metrics serving certificate (self-signed when empty).")
 	fs.StringVar(&o.MetricsCertName, "metrics-cert-name", "tls.crt", "Metrics certificate file name.")
 	fs.StringVar(&o.MetricsCertKey, "metrics-cert-key", "tls.key", "Metrics key file name.")
@@ -101,6 +112,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service-name", "", "Service in front of the webhook server: the DNS names of a self-issued certificate.")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration-name", "",
 		"ValidatingWebhookConfiguration to publish a self-issued certificate's CA into, when --webhook-cert-path holds no certificate.")
+	fs.StringVar(&o.WebhookCASecret, "webhook-ca-secret-name", "kollect-webhook-ca",
+		"Secret, in the pod's namespace, that keeps a self-issued webhook CA across replicas and restarts, so the CA bundle does not grow with every start; empty keeps the CA in memory.")
 	fs.BoolVar(&o.TenantMode, "tenant-mode", false, "Reject cluster-scoped targets and inventories (team installs).")
 	fs.BoolVar(&o.AllowPrivateSinks, "allow-private-sinks", false, "Allow sink endpoints in private address ranges (RFC 1918, IPv6 ULA).")
 
@@ -131,6 +144,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 
 	fs.DurationVar(&o.StatusFlushInterval, "status-flush-interval", time.Second, "Minimum spacing of the status writes an engine report triggers, per object.")
 	fs.DurationVar(&o.ExportBatchWindow, "export-batch-window", 200*time.Millisecond, "How long an inventory gathers row changes before it builds a snapshot.")
+	fs.StringVar(&o.NamespaceCeiling, "namespace-ceiling", "own", "What a namespaced KollectTarget may read when no KollectScope of its namespace lists allowedNamespaces: own (its own namespace) or all (every namespace, upstream's behaviour; single-tenant installs only).")
+	fs.BoolVar(&o.AllowAmbientCredentials, "allow-ambient-credentials", false, "Let s3, gcs and bigquery sinks without a key use the operator's own cloud identity (IRSA, Workload Identity, the node role), in namespaces whose KollectScopes all set allowAmbientCredentials.")
+	fs.BoolVar(&o.MetricsAttributeLabels, "metrics-attribute-labels", false, "Let profile metrics (spec.metrics) put row attribute values into series labels; off, such labels are dropped, since /metrics readers may not read the rows.")
 	fs.BoolVar(&o.DevAllowLoopbackSinks, "dev-allow-loopback-sinks", false, "DEVELOPMENT ONLY: allow sink endpoints on loopback addresses (local test servers). Never set this in a cluster.")
 	_ = fs.MarkHidden("dev-allow-loopback-sinks")
 
@@ -156,6 +172,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxExportBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))
+	}
+	switch o.NamespaceCeiling {
+	case "own", "all":
+	default:
+		errs = append(errs, fmt.Errorf("--namespace-ceiling must be own or all, not %q", o.NamespaceCeiling))
 	}
 	if o.TenantMode && len(o.WatchNamespaces) == 0 {
 		errs = append(errs, errors.New("--tenant-mode needs --watch-namespaces: a tenant install reads only the namespaces its Roles cover"))

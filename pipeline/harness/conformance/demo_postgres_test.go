@@ -41,8 +41,12 @@ func demoGitPostgres(t *testing.T, d *demo) {
 		// kollect-system: a sink reads another namespace's Secrets only
 		// when the scope of its own namespace allows it, which the
 		// platform team grants here.
-		if err := c.Create(ctx, &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "platform-grants"},
-			Spec: kollectv1alpha1.KollectScopeSpec{AllowedSecretNamespaces: []string{"kollect-system"}}}); err != nil {
+		var grants kollectv1alpha1.KollectScope
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "platform-grants"}, &grants); err != nil {
+			t.Fatal(err)
+		}
+		grants.Spec.AllowedSecretNamespaces = []string{"kollect-system"}
+		if err := c.Update(ctx, &grants); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []string{"databasesink.yaml", "inventory.yaml"} {

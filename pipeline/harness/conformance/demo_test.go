@@ -77,6 +77,13 @@ func startDemo(t *testing.T, managerArgs ...string) *demo {
 			t.Fatal(err)
 		}
 	}
+	// The sample's target lives in default and reads demo: under the
+	// closed default (a target reads its own namespace) the platform grants
+	// it, as docs/security.md says an upgrading install does.
+	if err := c.Create(ctx, &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "platform-grants"},
+		Spec: kollectv1alpha1.KollectScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{AllowedNamespaces: []string{"default", "demo"}}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"profile.yaml", "target.yaml", "sink.yaml", "inventory.yaml"} {
 		docs, err := readDocs(filepath.Join(corpusDir, "samples/demo/git-only", f))
 		if err != nil {

@@ -55,7 +55,7 @@ func (e *Env) startManager(cfg *rest.Config, args ...string) (*Manager, error) {
 	var o manager.Options
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	base := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes,
+	base := []string{"--metrics-bind-address=" + metrics, "--metrics-secure=false", "--health-probe-bind-address=" + probes,
 		"--export-batch-window=50ms", "--status-flush-interval=100ms", "--collect-metrics-sample-interval=500ms", "--zap-log-level=error"}
 	if w := e.webhooks; w != nil {
 		base = append(base, "--webhook-host="+w.LocalServingHost, fmt.Sprintf("--webhook-port=%d", w.LocalServingPort),

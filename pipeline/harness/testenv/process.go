@@ -65,7 +65,7 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 var errAddrInUse = errors.New("an address was in use")
 
 func startProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
-	args := []string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks", "--validating-webhooks-enabled=false"}
+	args := []string{"manager", "--kubeconfig=" + o.Kubeconfig, "--dev-allow-loopback-sinks", "--validating-webhooks-enabled=false", "--metrics-secure=false"}
 	addrs := map[string]string{}
 	for _, flag := range append([]string{"--metrics-bind-address", "--health-probe-bind-address"}, o.AddrFlags...) {
 		a, err := FreeAddr()
@@ -192,4 +192,20 @@ func (p *Process) Tail(n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// BuildOperator builds the kollect binary from this module's source into
+// dir and returns its path, for tests that run the manager as a process.
+func BuildOperator(dir string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	binary := dir + "/kollect"
+	build := exec.Command("go", "build", "-o", binary, "kollect.dev/kollect")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the operator: %v\n%s", err, out)
+	}
+	return binary, nil
 }

@@ -302,6 +302,7 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 				return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
 			}
 			for i := range list.Items {
+				informers.StripBookkeeping(list.Items[i].Object)
 				row, err := tr.ev.Row(gvk, &list.Items[i], c.namespaceOf)
 				if err != nil {
 					fmt.Fprintf(c.stderr, "warning: %s %s/%s: %v\n", gvk.Kind, list.Items[i].GetNamespace(), list.Items[i].GetName(), err)

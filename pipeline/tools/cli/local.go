@@ -59,7 +59,9 @@ func unchanged(p, checksum, cluster string) bool {
 }
 
 func writeFile(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	// Rows may hold what only the kubeconfig's user could read: the files
+	// and their folders are the user's alone.
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), ".kollect-*")
@@ -77,5 +79,5 @@ func writeFile(p string, data []byte) error {
 	if err := os.Rename(f.Name(), p); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	return os.Chmod(p, 0o644)
+	return os.Chmod(p, 0o600)
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
@@ -121,6 +122,7 @@ func (c *collector) apply(ev change) (string, *rows.Row) {
 	var row *rows.Row
 	if !ev.deleted {
 		var err error
+		informers.StripBookkeeping(ev.obj.Object)
 		if row, err = tr.ev.Row(ev.kind.gvk, ev.obj, c.namespaceOf); err != nil {
 			fmt.Fprintf(c.stderr, "warning: %s %s/%s: %v\n", ev.kind.gvk.Kind, ev.obj.GetNamespace(), ev.obj.GetName(), err)
 			return "", nil

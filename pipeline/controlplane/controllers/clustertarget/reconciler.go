@@ -36,9 +36,12 @@ type Reconciler struct {
 	Status     target.StatusWriter
 	Namespaces target.Namespaces
 	Defaults   compile.Defaults
-	Metrics    *controllers.Metrics
-	Resync     time.Duration
-	Tuning     controllers.Tuning
+	// AttributeLabels keeps profile metrics' attribute labels
+	// (--metrics-attribute-labels).
+	AttributeLabels bool
+	Metrics         *controllers.Metrics
+	Resync          time.Duration
+	Tuning          controllers.Tuning
 
 	mu      sync.Mutex
 	applied map[string]string
@@ -134,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.appliedGen(req.Name) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
 			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true,
-			Profile: pref.Namespace + "/" + pref.Name, Metrics: target.ProfileMetrics(&p)})
+			Profile: pref.Namespace + "/" + pref.Name, Metrics: target.ProfileMetrics(&p, r.AttributeLabels)})
 		if errors.Is(err, engine.ErrStopped) {
 			return reconcile.Result{}, nil // shutting down: the next leader applies it
 		}

@@ -83,6 +83,13 @@ type Reconciler struct {
 	// Only, in tenant mode, are the namespaces the operator may read: a
 	// target reads within them, through informers scoped to one of them.
 	Only []string
+	// AllNamespaces lifts the default namespace ceiling (--namespace-ceiling
+	// all): without a KollectScope listing namespaces, a target reads every
+	// namespace, as upstream. Otherwise it reads its own namespace only.
+	AllNamespaces bool
+	// AttributeLabels keeps profile metrics' attribute labels
+	// (--metrics-attribute-labels); otherwise they are dropped.
+	AttributeLabels bool
 
 	mu      sync.Mutex
 	applied map[types.NamespacedName]string // target+profile generations in the engine
@@ -131,10 +138,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 // ProfileMetrics are a profile's series (spec.metrics) as a target
 // computes them.
-func ProfileMetrics(p *kollectv1alpha1.KollectProfile) []targetactor.Metric {
+// computes them. Attribute values become labels only when attributeLabels
+// (--metrics-attribute-labels): whoever scrapes /metrics may not be
+// allowed to read the rows, so by default a labelled series is summed
+// into one.
+func ProfileMetrics(p *kollectv1alpha1.KollectProfile, attributeLabels bool) []targetactor.Metric {
 	out := make([]targetactor.Metric, 0, len(p.Spec.Metrics))
 	for _, m := range p.Spec.Metrics {
-		out = append(out, targetactor.Metric{Name: m.Name, Path: m.Path, Labels: slices.Clone(m.Labels)})
+		var labels []string
+		if attributeLabels {
+			labels = slices.Clone(m.Labels)
+		}
+		out = append(out, targetactor.Metric{Name: m.Name, Path: m.Path, Labels: labels})
 	}
 	return out
 }
@@ -195,6 +210,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return degrade(scope.ReasonLookupFailed, err.Error())
 	}
+	if !r.AllNamespaces {
+		ceiling = ceiling.ClosedTo(t.Namespace)
+	}
 	var v *scope.Violation
 	verdict.Matched, verdict.Effective, v = CheckScope(ceiling, r.Namespaces, c, t.Namespace)
 	if v != nil {
@@ -211,7 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
 			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace,
-			Profile: t.Spec.ProfileRef, Metrics: ProfileMetrics(&p)})
+			Profile: t.Spec.ProfileRef, Metrics: ProfileMetrics(&p, r.AttributeLabels)})
 		if errors.Is(err, engine.ErrStopped) {
 			return reconcile.Result{}, nil // shutting down: the next leader applies it
 		}
@@ -246,10 +264,16 @@ func (r *Reconciler) release(key types.NamespacedName) {
 // kinds it collects, then the namespaces it means to read (the matched set;
 // when empty its own namespace). When it passes, the scope's namespace
 // ceiling is applied to the selection and the effective namespaces are
-// listed under it.
+// listed under it. Under the operator's default ceiling a target that
+// names no namespace at all reads its own: it is narrowed, not refused.
 func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own string) (matched, effective []string, v *scope.Violation) {
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
 		return nil, nil, v
+	}
+	if ceiling.Defaulted() && namesNoNamespace(c.Selection) {
+		ceiling.Restrict(c.Selection)
+		matched = MatchNamespaces(nss, c.Selection)
+		return matched, matched, nil
 	}
 	matched = MatchNamespaces(nss, c.Selection)
 	intent := matched
@@ -261,6 +285,20 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 	}
 	ceiling.Restrict(c.Selection)
 	return matched, Within(matched, c.Selection), nil
+}
+
+// namesNoNamespace reports whether a selection leaves namespaces open: no
+// include list, no namespace selector (its own or a rule's), no opt-in.
+func namesNoNamespace(sel *selection.Target) bool {
+	if len(sel.Included) > 0 || sel.NamespaceSelector != nil || sel.OptIn {
+		return false
+	}
+	for _, r := range sel.Rules {
+		if r.NamespaceSelector != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // pinToWatched keeps a tenant-mode target within the watched namespaces
