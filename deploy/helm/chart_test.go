@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -230,7 +231,7 @@ func TestDefaultsAreLeastPrivilegeAndHardened(t *testing.T) {
 	c, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	ctr := c[0].(map[string]any)
 	args, _, _ := unstructured.NestedStringSlice(ctr, "args")
-	for _, want := range []string{"manager", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+	for _, want := range []string{"manager", "--leader-elect=true", "--metrics-bind-address=:8443", "--metrics-secure=true", "--namespace-ceiling=own", "--health-probe-bind-address=:8081"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("manager args lack %s: %v", want, args)
 		}
@@ -300,4 +301,57 @@ func webhooksMatchTheOperator(t *testing.T, objs []*unstructured.Unstructured) {
 	if !maps.Equal(got, want) {
 		t.Errorf("chart webhooks:\n%v\nthe operator's:\n%v", got, want)
 	}
+}
+
+// TestNothingLocksTheClusterOrWidensATenant: with the NetworkPolicy on,
+// the API server can still reach the fail-closed webhooks; Secrets are
+// only ever read by name; the role meant for teams cannot write the
+// scopes that grant them more; a scrape needs HTTPS and a token.
+func TestNothingLocksTheClusterOrWidensATenant(t *testing.T) {
+	objs := render(t, "testdata/all-on.yaml")
+	find := func(kind, name string) *unstructured.Unstructured {
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetName() == name {
+				return o
+			}
+		}
+		t.Fatalf("no %s %s rendered: %v", kind, name, kinds(objs))
+		return nil
+	}
+	ingress, _, _ := unstructured.NestedSlice(find("NetworkPolicy", "kollect").Object, "spec", "ingress")
+	admitted := map[string]bool{}
+	for _, rule := range ingress {
+		ports, _, _ := unstructured.NestedSlice(rule.(map[string]any), "ports")
+		for _, p := range ports {
+			admitted[fmt.Sprint(p.(map[string]any)["port"])] = true
+		}
+	}
+	if !admitted["9443"] || !admitted["8443"] || !admitted["8081"] {
+		t.Errorf("the NetworkPolicy admits ports %v; want the webhooks (9443), metrics (8443) and probes (8081)", admitted)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			m := r.(map[string]any)
+			res, _, _ := unstructured.NestedStringSlice(m, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+			if slices.Contains(res, "secrets") && (slices.Contains(verbs, "list") || slices.Contains(verbs, "watch")) {
+				t.Errorf("%s %s lists or watches Secrets: %v", o.GetKind(), o.GetName(), verbs)
+			}
+			if o.GetName() == "kollect-tenant" && (slices.Contains(res, "kollectscopes") || slices.Contains(res, "*")) &&
+				slices.ContainsFunc(verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				t.Errorf("the tenant role may write scopes: %v %v", res, verbs)
+			}
+		}
+	}
+	sm := find("ServiceMonitor", "kollect")
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["scheme"] != "https" || endpoints[0].(map[string]any)["bearerTokenFile"] == nil {
+		t.Errorf("the ServiceMonitor does not scrape over HTTPS with a token: %v", endpoints)
+	}
+	_ = find("ClusterRole", "kollect-tenant")
+	_ = find("ClusterRoleBinding", "kollect-auth-delegator")
 }

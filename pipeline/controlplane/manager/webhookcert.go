@@ -43,28 +43,29 @@ type selfSignedCert struct {
 	now           func() time.Time
 	notAfter      time.Time
 	caPEM         []byte
+	// store keeps the CA where every replica and restart finds it; nil
+	// keeps it in memory (each start then makes its own).
+	store *caStore
 }
 
-// issue writes a new CA and serving certificate and publishes the CA.
+// issue writes a serving certificate signed by the shared CA (made when
+// there is none or it nears its end) and publishes the CA.
 func (s *selfSignedCert) issue(ctx context.Context) error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, caKey, caPEM, err := s.authority(ctx)
 	if err != nil {
 		return err
-	}
-	now := s.now()
-	ca := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "kollect-webhook-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return fmt.Errorf("issue the webhook CA: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
+	now := s.now()
+	notAfter := now.Add(certValidity)
+	if ca.NotAfter.Before(notAfter) {
+		notAfter = ca.NotAfter
+	}
 	leaf := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: s.dnsNames[0]},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity), DNSNames: s.dnsNames,
+		NotBefore: now.Add(-time.Hour), NotAfter: notAfter, DNSNames: s.dnsNames,
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
@@ -75,7 +76,6 @@ func (s *selfSignedCert) issue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	// The CA is published before the server presents a certificate it signs.
 	if err := s.publishCA(ctx, caPEM); err != nil {
 		return err
@@ -100,8 +100,16 @@ func serial() *big.Int {
 	return n
 }
 
-// publishCA adds the CA to every webhook of the configuration, keeping
-// the CAs already there (other replicas' certificates stay trusted).
+// maxBundle bounds the CAs a webhook's bundle holds: the shared CA and
+// the one before it (trusted while replicas move to a rotated CA). A
+// crash-looping pod can therefore never grow the configuration toward
+// etcd's object limit.
+const maxBundle = 2
+
+// publishCA puts the CA into every webhook of the configuration, keeping
+// at most maxBundle-1 other unexpired CAs (the newest), with optimistic
+// locking: a concurrent writer makes the patch fail and the next tick
+// retry on what it wrote.
 func (s *selfSignedCert) publishCA(ctx context.Context, caPEM []byte) error {
 	if s.configuration == "" || s.c == nil {
 		return nil
@@ -114,30 +122,40 @@ func (s *selfSignedCert) publishCA(ctx context.Context, caPEM []byte) error {
 	changed := false
 	for i := range cfg.Webhooks {
 		bundle := cfg.Webhooks[i].ClientConfig.CABundle
-		if !bytes.Contains(bundle, caPEM) {
-			cfg.Webhooks[i].ClientConfig.CABundle = append(keepValid(bundle, s.now()), caPEM...)
+		next := bounded(bundle, caPEM, s.now())
+		if !bytes.Equal(bundle, next) {
+			cfg.Webhooks[i].ClientConfig.CABundle = next
 			changed = true
 		}
 	}
 	if !changed {
 		return nil
 	}
-	return s.c.Patch(ctx, &cfg, client.MergeFrom(base))
+	return s.c.Patch(ctx, &cfg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-// keepValid drops expired certificates from a PEM bundle.
-func keepValid(bundle []byte, now time.Time) []byte {
-	var out []byte
+// bounded is bundle with caPEM last, expired certificates dropped, and at
+// most maxBundle-1 of the others (the last ones, the newest) kept.
+func bounded(bundle, caPEM []byte, now time.Time) []byte {
+	var others [][]byte
 	for {
 		var b *pem.Block
 		b, bundle = pem.Decode(bundle)
 		if b == nil {
-			return out
+			break
+		}
+		block := pem.EncodeToMemory(b)
+		if bytes.Equal(block, caPEM) {
+			continue
 		}
 		if c, err := x509.ParseCertificate(b.Bytes); err == nil && now.Before(c.NotAfter) {
-			out = append(out, pem.EncodeToMemory(b)...)
+			others = append(others, block)
 		}
 	}
+	if len(others) > maxBundle-1 {
+		others = others[len(others)-(maxBundle-1):]
+	}
+	return append(bytes.Join(others, nil), caPEM...)
 }
 
 // Start renews the certificate until ctx ends, and puts the CA back when
@@ -198,15 +216,23 @@ func newSelfSigned(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	}
 	names := []string{"localhost"}
 	if o.WebhookService != "" {
-		ns := os.Getenv("POD_NAMESPACE")
-		if ns == "" {
-			ns = o.LeaderElectionNamespace
-		}
+		ns := podNamespace(o)
 		names = []string{o.WebhookService + "." + ns + ".svc", o.WebhookService + "." + ns + ".svc.cluster.local", "localhost"}
 	}
 	s := &selfSignedCert{dir: dir, dnsNames: names, configuration: o.WebhookConfiguration, c: c, now: time.Now}
+	if ns := podNamespace(o); ns != "" && o.WebhookCASecret != "" {
+		s.store = &caStore{c: c, key: types.NamespacedName{Namespace: ns, Name: o.WebhookCASecret}}
+	}
 	if err := s.issue(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// podNamespace is the namespace the operator runs in, or "" when unknown.
+func podNamespace(o Options) string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return o.LeaderElectionNamespace
 }
