@@ -69,8 +69,15 @@ func TestMain(m *testing.M) {
 // change it).
 func startOperator(t *testing.T, extraEnv []string, args ...string) *testenv.Process {
 	t.Helper()
+	return startOperatorOn(t, kubeconfig, extraEnv, args...)
+}
+
+// startOperatorOn runs the manager process against the control plane of
+// the kubeconfig at path.
+func startOperatorOn(t *testing.T, path string, extraEnv []string, args ...string) *testenv.Process {
+	t.Helper()
 	log := filepath.Join(logDir, strings.ReplaceAll(t.Name(), "/", "_")+".log")
-	p, err := testenv.StartProcess(context.Background(), testenv.ProcessOptions{Binary: binary, Kubeconfig: kubeconfig, Log: log,
+	p, err := testenv.StartProcess(context.Background(), testenv.ProcessOptions{Binary: binary, Kubeconfig: path, Log: log,
 		Env: extraEnv, Args: append([]string{"--status-flush-interval=100ms", "--export-batch-window=50ms", "--zap-log-level=info"}, args...)})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +97,12 @@ func startOperator(t *testing.T, extraEnv []string, args ...string) *testenv.Pro
 // Role.
 func tenant(t *testing.T, user string, namespaces ...string) client.Client {
 	t.Helper()
+	return tenantOn(t, env, user, namespaces...)
+}
+
+// tenantOn is tenant on the control plane of e.
+func tenantOn(t *testing.T, e *testenv.Env, user string, namespaces ...string) client.Client {
+	t.Helper()
 	ctx := context.Background()
 	for _, ns := range namespaces {
 		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "kollect-tenant", Namespace: ns}, Rules: []rbacv1.PolicyRule{
@@ -100,14 +113,14 @@ func tenant(t *testing.T, user string, namespaces ...string) client.Client {
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "kollect-tenant"},
 			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
 		for _, o := range []client.Object{role, binding} {
-			if err := env.Client.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			if err := e.Client.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

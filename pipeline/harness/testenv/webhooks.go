@@ -45,3 +45,16 @@ func (e *Env) ServeWebhooks(o admission.Options) (stop func(), err error) {
 	}
 	return func() { cancel(); <-done }, nil
 }
+
+// WebhookFlags are the manager flags that serve the webhooks of a
+// control plane started with StartWithWebhooks, for a manager run as a
+// process (StartProcess's Args; they override its preset that turns them
+// off). Nil without webhooks.
+func (e *Env) WebhookFlags() []string {
+	w := e.webhooks
+	if w == nil {
+		return nil
+	}
+	return []string{"--validating-webhooks-enabled=true", "--webhook-host=" + w.LocalServingHost,
+		fmt.Sprintf("--webhook-port=%d", w.LocalServingPort), "--webhook-cert-path=" + w.LocalServingCertDir}
+}
