@@ -54,6 +54,12 @@ type Config struct {
 	Redact []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// PinNamespace requires every object key to hold the inventory's
+	// namespace as a whole path segment (or the Hive segment ns=<it>), so
+	// an inventory can never name, and so overwrite, another namespace's
+	// objects in a shared bucket. Every sink built by the backend registry
+	// (the operator's and the CLI's) sets it.
+	PinNamespace bool
 }
 
 // Store is an object-store snapshot backend.
@@ -394,7 +400,22 @@ func (s *Store) objectKey(o object) (string, error) {
 	if clean == "" || strings.HasPrefix(clean, ".kollect/") || clean != p {
 		return "", fmt.Errorf("path template %q renders %q, which is not a clean object path", tmpl, p)
 	}
+	if s.cfg.PinNamespace && !pinned(clean, id.Namespace) {
+		return "", fmt.Errorf("path template %q renders %q, which does not hold the inventory's namespace %q as a path segment: "+
+			"an inventory's objects live under its namespace, so no inventory can name another's (put {namespace} in a segment of its own)", tmpl, p, id.Namespace)
+	}
 	return s.key(clean), nil
+}
+
+// pinned reports whether key has namespace (or ns=<namespace>) as one of
+// its segments.
+func pinned(key, namespace string) bool {
+	for _, seg := range strings.Split(key, "/") {
+		if seg == namespace || seg == "ns="+hive(namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(v, def string) string {

@@ -113,6 +113,44 @@ func TestPathTemplateErrors(t *testing.T) {
 	}
 }
 
+// With PinNamespace (the operator's stores) every key holds the
+// inventory's namespace as a segment: a template that would name another
+// team's objects is refused and writes nothing; the defaults, Parquet's
+// Hive paths and upstream's sample templates pass.
+func TestKeysArePinnedUnderTheInventorysNamespace(t *testing.T) {
+	id := rows.Identity{Namespace: "team-a", Name: "inv"}
+	for _, c := range []struct {
+		layout, format, tmpl string
+		ok                   bool
+	}{
+		{"document", "", "", true},
+		{"perResource", "", "", true},
+		{"split", "", "", true},
+		{"document", "parquet", "", true},
+		{"document", "", "clusters/{cluster}/inventory/{namespace}/{name}.json", true},
+		{"document", "", "inventory/team-b/{name}.json", false},
+		{"document", "", "inventory/team-b/{name}-{namespace}.json", false},
+		{"perResource", "", "clusters/{cluster}/team-b/{kind}/{sourceName}{extension}", false},
+	} {
+		b := memblob.OpenBucket(nil)
+		st, err := objectstore.New(objectstore.Config{Bucket: b, Layout: c.layout, Format: c.format, PathTemplate: c.tmpl, PinNamespace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Export(context.Background(), sinktest.Snap(id, sinktest.Rows(2, "1")))
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s %s %q: %v", c.layout, c.format, c.tmpl, err)
+		case !c.ok && (err == nil || !errors.Is(err, sinks.ErrPermanent) || !strings.Contains(err.Error(), `namespace "team-a" as a path segment`)):
+			t.Errorf("%s %q: got %v, want a permanent refusal", c.layout, c.tmpl, err)
+		case !c.ok:
+			if o, _ := b.List(nil).Next(context.Background()); o != nil {
+				t.Errorf("%s %q: wrote %s", c.layout, c.tmpl, o.Key)
+			}
+		}
+	}
+}
+
 // In a per-row layout an export writes the rows that changed and deletes
 // the objects of rows that are gone; nothing else is touched.
 func TestPerResourceWritesOnlyWhatChanged(t *testing.T) {

@@ -126,6 +126,9 @@ func newStore(s *kollectv1alpha1.KollectSnapshotSink, e objectstore.Endpoint, bu
 	cfg := objectstore.FromSpec(s, e)
 	cfg.Bucket, cfg.Redact = bucket, redact
 	cfg.Name = s.Spec.Endpoint
+	// A bucket may be shared (by the platform's credentials, or ambient
+	// ones): an inventory writes and deletes under its own namespace only.
+	cfg.PinNamespace = true
 	st, err := objectstore.New(cfg)
 	if err != nil {
 		_ = bucket.Close()
