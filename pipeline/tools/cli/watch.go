@@ -61,7 +61,13 @@ func (c *collector) watch(ctx context.Context, runs []*targetRun, out watchOutpu
 					}
 				}
 			}
-			if _, err := f.ForResource(k.gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			inf := f.ForResource(k.gvr).Informer()
+			// The cache itself never holds the applied copies: rows are
+			// evaluated on what it hands out, which nobody may modify.
+			if err := inf.SetTransform(stripBookkeeping); err != nil {
+				return fatal("watch %s: %v", k.gvr.Resource, err)
+			}
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(o any) { send(o, false) },
 				UpdateFunc: func(_, o any) { send(o, false) },
 				DeleteFunc: func(o any) { send(o, true) },
@@ -122,7 +128,6 @@ func (c *collector) apply(ev change) (string, *rows.Row) {
 	var row *rows.Row
 	if !ev.deleted {
 		var err error
-		informers.StripBookkeeping(ev.obj.Object)
 		if row, err = tr.ev.Row(ev.kind.gvk, ev.obj, c.namespaceOf); err != nil {
 			fmt.Fprintf(c.stderr, "warning: %s %s/%s: %v\n", ev.kind.gvk.Kind, ev.obj.GetNamespace(), ev.obj.GetName(), err)
 			return "", nil
@@ -168,4 +173,13 @@ func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
 	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", time.Now().Format("15:04:05"), strings.ToUpper(typ),
 		tr.target.Namespace, tr.target.Name, row.Namespace, row.Name, row.Kind, strings.Join(attrs, " "))
 	return err
+}
+
+// stripBookkeeping is the watch informers' transform: managedFields and
+// the last-applied annotation go before an object is cached.
+func stripBookkeeping(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		informers.StripBookkeeping(u.Object)
+	}
+	return obj, nil
 }
