@@ -137,7 +137,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 }
 
 // ProfileMetrics are a profile's series (spec.metrics) as a target
-// computes them.
 // computes them. Attribute values become labels only when attributeLabels
 // (--metrics-attribute-labels): whoever scrapes /metrics may not be
 // allowed to read the rows, so by default a labelled series is summed
@@ -271,7 +270,13 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 		return nil, nil, v
 	}
 	if ceiling.Defaulted() && namesNoNamespace(c.Selection) {
+		if v := ceiling.CheckNamespaces([]string{own}); v != nil {
+			return nil, nil, v // a cluster scope denies the namespace itself
+		}
 		ceiling.Restrict(c.Selection)
+		if c.Namespace == "" {
+			c.Namespace = own // as includedNamespaces: [own]: an informer of that namespace will do
+		}
 		matched = MatchNamespaces(nss, c.Selection)
 		return matched, matched, nil
 	}

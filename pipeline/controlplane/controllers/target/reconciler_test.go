@@ -56,18 +56,28 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		reason  string // the Degraded reason, "" when Ready
 		words   string
 		engine  string // the engine call
+		// effective, when set, is the status's effectiveNamespaces.
+		effective string
 	}{
-		{"collects", []client.Object{tgt(nil), profile}, "", "", "upsert t in team-a"},
-		{"suspended: rows go", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.Suspend = true }), profile}, "Suspended", "spec.suspend", "remove t"},
-		{"profile missing: rows kept", []client.Object{tgt(nil)}, "ProfileNotFound", `KollectProfile "deployments" not found`, "freeze t"},
+		{"collects", []client.Object{tgt(nil), profile}, "", "", "upsert t in team-a", ""},
+		{"suspended: rows go", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.Suspend = true }), profile}, "Suspended", "spec.suspend", "remove t", ""},
+		{"profile missing: rows kept", []client.Object{tgt(nil)}, "ProfileNotFound", `KollectProfile "deployments" not found`, "freeze t", ""},
 		{"bad selector: rows kept", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) {
 			t.Spec.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Sometimes"}}}
-		}), profile}, "ExtractionFailed", "spec.labelSelector", "freeze t"},
-		{"kind outside the scope: rows kept", []client.Object{tgt(nil), profile, scope}, "ScopeGVKDenied", "apps/v1/Deployment is not in KollectScope", "freeze t"},
+		}), profile}, "ExtractionFailed", "spec.labelSelector", "freeze t", ""},
+		{"kind outside the scope: rows kept", []client.Object{tgt(nil), profile, scope}, "ScopeGVKDenied", "apps/v1/Deployment is not in KollectScope", "freeze t", ""},
 		{"another namespace than the scope's", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.IncludedNamespaces = []string{"team-b"} }), profile,
 			&kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team-a"},
 				Spec: kollectv1alpha1.KollectScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{AllowedNamespaces: []string{"team-a"}}}}},
-			"ScopeNamespaceDenied", `workload namespace "team-b"`, "freeze t"},
+			"ScopeNamespaceDenied", `workload namespace "team-b"`, "freeze t", ""},
+		{"no namespace named and no scope: its own namespace only", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.IncludedNamespaces = nil }), profile},
+			"", "", "upsert t in team-a", "team-a"},
+		{"another namespace named and no scope", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.IncludedNamespaces = []string{"team-b"} }), profile},
+			"ScopeNamespaceDenied", `workload namespace "team-b" is outside the operator's default namespace ceiling`, "freeze t", ""},
+		{"a cluster scope denying its own namespace", []client.Object{tgt(func(t *kollectv1alpha1.KollectTarget) { t.Spec.IncludedNamespaces = nil }), profile,
+			&kollectv1alpha1.KollectClusterScope{ObjectMeta: metav1.ObjectMeta{Name: "platform"},
+				Spec: kollectv1alpha1.KollectClusterScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{DeniedNamespaces: []string{"team-a"}}}}},
+			"ScopeNamespaceDenied", `workload namespace "team-a" is in KollectClusterScope "platform" deniedNamespaces`, "freeze t", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +114,9 @@ func TestReconcilerFailurePaths(t *testing.T) {
 				ready := meta.FindStatusCondition(got.Status.Conditions, status.TypeReady)
 				if ready == nil || !strings.Contains(ready.Message, "collecting 3 resource(s)") || got.Status.CollectedCount == nil || *got.Status.CollectedCount != 3 {
 					t.Errorf("after a report of 3 rows: Ready %+v, count %v", ready, got.Status.CollectedCount)
+				}
+				if tc.effective != "" && strings.Join(got.Status.EffectiveNamespaces, ",") != tc.effective {
+					t.Errorf("effectiveNamespaces %v, want %s", got.Status.EffectiveNamespaces, tc.effective)
 				}
 				return
 			}
