@@ -137,7 +137,7 @@ var _ sinks.Parted = (*Sink)(nil)
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part, relist bool) (sinks.Ack, error) {
 	id := snap.Inventory
 	br := s.branch(id)
-	_, err := s.api.branch(ctx, br)
+	head, err := s.api.branch(ctx, br)
 	exists := err == nil
 	if err != nil && !errors.Is(err, errNotFound) {
 		return sinks.Ack{}, err
@@ -178,7 +178,9 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 			}
 			owned = last.Files
 			if exists && last.Checksum == snap.Checksum && len(snap.Rows) > 0 {
-				return sinks.Ack{Rows: len(snap.Rows)}, nil // the branch holds this export already
+				// The branch holds this export already; its merge request
+				// may not be open yet (the step after the commit failed).
+				return s.mergeRequest(ctx, id, br, head.Commit.ID, sinks.Ack{Rows: len(snap.Rows)})
 			}
 		case err == nil || errors.Is(err, errNotFound):
 			if present, err = s.api.tree(ctx, ref, ""); err != nil {
@@ -245,6 +247,9 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 	}
 	ack := sinks.Ack{Rows: len(snap.Rows), Written: written, Bytes: bytes}
 	if len(actions) == 0 {
+		if exists {
+			return s.mergeRequest(ctx, id, br, head.Commit.ID, ack)
+		}
 		return ack, nil
 	}
 	commit, err := s.api.commit(ctx, commitRequest{Branch: br, StartBranch: start, Message: s.cfg.Git.Message(snap),
@@ -253,15 +258,31 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		return sinks.Ack{}, err
 	}
 	ack.Changed, ack.Revision = true, commit
-	if s.cfg.MergeRequest {
-		title := s.cfg.TitleTemplate
-		if title == "" {
-			title = "kollect inventory export: {namespace}/{name}"
-		}
-		title = strings.NewReplacer("{namespace}", id.Namespace, "{name}", id.Name).Replace(title)
-		if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, title); err != nil {
-			return sinks.Ack{}, fmt.Errorf("committed %s, but the merge request: %w", commit, err)
-		}
+	return s.mergeRequest(ctx, id, br, commit, ack)
+}
+
+// mergeRequest, in merge-request mode, makes sure the export branch at
+// head has an open merge request before the export is acknowledged: a
+// retry of an export whose commit landed but whose merge request did not
+// opens it then. A branch whose head is the target's has nothing to merge.
+func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head string, ack sinks.Ack) (sinks.Ack, error) {
+	if !s.cfg.MergeRequest {
+		return ack, nil
+	}
+	target, err := s.api.branch(ctx, s.cfg.TargetBranch)
+	if err != nil && !errors.Is(err, errNotFound) {
+		return sinks.Ack{}, fmt.Errorf("committed %s, but reading the target branch: %w", head, err)
+	}
+	if err == nil && target.Commit.ID == head {
+		return ack, nil
+	}
+	title := s.cfg.TitleTemplate
+	if title == "" {
+		title = "kollect inventory export: {namespace}/{name}"
+	}
+	title = strings.NewReplacer("{namespace}", id.Namespace, "{name}", id.Name).Replace(title)
+	if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, title); err != nil {
+		return sinks.Ack{}, fmt.Errorf("committed %s, but the merge request: %w", head, err)
 	}
 	return ack, nil
 }

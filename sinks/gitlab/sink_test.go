@@ -169,6 +169,39 @@ func TestMergeRequestModeOpensOneMergeRequest(t *testing.T) {
 	}
 }
 
+// An export whose commit lands but whose merge request cannot be opened is
+// not acknowledged, and its retry, finding the branch already holding the
+// export, opens the merge request then (it used to return before that
+// step and report the export done with no merge request).
+func TestAMergeRequestThatFailedIsOpenedByTheRetry(t *testing.T) {
+	srv := gitlabtest.Start(t)
+	srv.CreateProject(project)
+	ctx := context.Background()
+	base := newSink(t, srv, git.Layout{Format: "yaml"}, nil)
+	if _, err := base.Export(ctx, sinktest.Snap(rows.Identity{Namespace: "ops", Name: "other"}, sinktest.Rows(1, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	s := newSink(t, srv, git.Layout{Format: "yaml"}, func(c *gitlab.Config) { c.MergeRequest, c.TargetBranch = true, "main" })
+	snap := sinktest.Snap(rows.Identity{Namespace: "team-a", Name: "apps"}, sinktest.Rows(3, "1"))
+	srv.SetMergeRequestsDown(true)
+	if _, err := s.Export(ctx, snap); err == nil || !strings.Contains(err.Error(), "merge request") {
+		t.Fatalf("an export without its merge request was acknowledged: %v", err)
+	}
+	if n := len(srv.Commits(project, "kollect/team-a/apps")); n != 1 {
+		t.Fatalf("%d commits on the export branch, want the one that landed", n)
+	}
+	srv.SetMergeRequestsDown(false)
+	if _, err := s.Export(ctx, snap); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if mrs := srv.MergeRequests(project); len(mrs) != 1 || mrs[0].SourceBranch != "kollect/team-a/apps" {
+		t.Fatalf("merge requests after the retry: %+v", mrs)
+	}
+	if n := len(srv.Commits(project, "kollect/team-a/apps")); n != 1 {
+		t.Errorf("the retry committed again (%d commits)", n)
+	}
+}
+
 // The token is checked, and a refusal is permanent and says what to fix.
 func TestProbeAndBadToken(t *testing.T) {
 	srv := gitlabtest.Start(t)

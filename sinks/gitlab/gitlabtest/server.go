@@ -38,6 +38,7 @@ type Server struct {
 	mu       sync.Mutex
 	projects map[string]*project
 	down     bool
+	mrDown   bool
 }
 
 type project struct {
@@ -87,6 +88,15 @@ func (s *Server) SetDown(down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down = down
+}
+
+// SetMergeRequestsDown makes the merge-request endpoints alone fail with
+// 503 (a partial outage between a commit and its merge request), or
+// serve again.
+func (s *Server) SetMergeRequestsDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mrDown = down
 }
 
 // Files returns a copy of a branch's files (nil when it does not exist).
@@ -193,6 +203,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.tree(w, p, q)
 	case tail == "repository/commits" && r.Method == http.MethodPost:
 		s.commit(w, r, p)
+	case tail == "merge_requests" && s.mrDown:
+		fail(w, http.StatusServiceUnavailable, "503 Service Unavailable")
 	case tail == "merge_requests" && r.Method == http.MethodGet:
 		var out []map[string]any
 		for _, mr := range p.mrs {
