@@ -66,7 +66,8 @@ type KollectScopeSpec struct {
 }
 
 // KollectScope caps what targets and inventories in its namespace may do.
-// When several exist in a namespace, the one with the smallest name applies.
+// When several exist in a namespace, every one of them must allow what is
+// asked: a scope can only narrow.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=kscope
 // +kubebuilder:printcolumn:name="Floor",type=string,JSONPath=`.spec.minExportInterval`
@@ -104,7 +105,8 @@ type KollectClusterScopeSpec struct {
 }
 
 // KollectClusterScope caps what cluster targets and cluster inventories may
-// do. When several exist, the one with the smallest name applies.
+// do, and the kinds and namespaces of every namespace's targets. When
+// several exist, every one of them must allow what is asked.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=kcscope
 // +kubebuilder:printcolumn:name="Floor",type=string,JSONPath=`.spec.minExportInterval`
