@@ -36,10 +36,11 @@ type treeBackend struct{ partsBackend }
 func (*treeBackend) WantsParts(*rows.Snapshot) bool { return false }
 
 // rowsBackend is a backend of rows (a database): it stores deltas.
-type rowsBackend struct{ calls int }
+type rowsBackend struct{ calls, rows, upserts int }
 
 func (b *rowsBackend) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 	b.calls++
+	b.rows, b.upserts = len(d.Next.Rows), len(d.Upserts)
 	return sinks.Ack{Rows: len(d.Next.Rows)}, nil
 }
 
@@ -59,8 +60,8 @@ func sized(t *testing.T, n, pad int) *rows.Snapshot {
 
 // TestTheCeilingOfABinding: a snapshot binding's export over its ceiling
 // reaches the backend in parts, and the result says how many; a row too
-// large for the ceiling fails any binding for good, naming the row,
-// without calling the backend.
+// large for the ceiling is set aside by any binding, named in the result,
+// and the rest is exported.
 func TestTheCeilingOfABinding(t *testing.T) {
 	t.Run("a snapshot binding splits", func(t *testing.T) {
 		b := &partsBackend{}
@@ -92,28 +93,44 @@ func TestTheCeilingOfABinding(t *testing.T) {
 		if len(b.parts) != 1 || b.parts[0] != 0 {
 			t.Errorf("the backend got %v parts, want the whole snapshot alone", b.parts)
 		}
-		// A row too large for the ceiling still fails it.
-		sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 3, 5000)})
-		if r := <-results; r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "single item export envelope exceeds maxExportBytes (2000)") {
-			t.Fatalf("want a permanent error naming the row, got %v", r.Err)
+		// A row too large for the ceiling is set aside; the others go.
+		sys.Root.Send(pid, &sink.Offer{Snapshot: mixed(t, 400, 5000, 400)})
+		r := <-results
+		if r.Err != nil || len(r.Ack.Rejected) != 1 || r.Ack.Rejected[0].Key != "ns/t/b" ||
+			!strings.Contains(r.Ack.Rejected[0].Reason, "single item export envelope exceeds maxExportBytes (2000)") {
+			t.Fatalf("want the export through with ns/t/b set aside, got %v, rejected %+v", r.Err, r.Ack.Rejected)
 		}
 	})
 	for _, tc := range []struct {
 		name        string
 		partitioned bool
-	}{{"a row too large fails a snapshot binding", true}, {"and a database binding", false}} {
+	}{{"a row too large is set aside by a snapshot binding", true}, {"and by a database binding", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &rowsBackend{}
 			sys, pid, results := harness(t, sink.Config{Key: "database/pg", Backend: b, MaxBytes: 2000, Partitioned: tc.partitioned})
-			sys.Root.Send(pid, &sink.Offer{Snapshot: sized(t, 3, 5000)})
+			sys.Root.Send(pid, &sink.Offer{Snapshot: mixed(t, 400, 5000, 400)})
 			r := <-results
-			if r.Err == nil || !r.Permanent || !strings.Contains(r.Err.Error(), "single item export envelope exceeds maxExportBytes (2000)") ||
-				!strings.Contains(r.Err.Error(), "ns/t/a") {
-				t.Fatalf("want a permanent error naming the row, got %v (permanent %v)", r.Err, r.Permanent)
+			if r.Err != nil || len(r.Ack.Rejected) != 1 || r.Ack.Rejected[0].Key != "ns/t/b" {
+				t.Fatalf("want the export through with ns/t/b set aside, got %v, rejected %+v", r.Err, r.Ack.Rejected)
 			}
-			if b.calls != 0 {
-				t.Errorf("the backend was called %d times", b.calls)
+			if b.calls != 1 || b.rows != 2 || b.upserts != 2 {
+				t.Errorf("the backend got %d calls, %d rows, %d upserts; want the two rows that fit", b.calls, b.rows, b.upserts)
 			}
 		})
 	}
+}
+
+// mixed is a snapshot of rows a, b, c… with the given padding each.
+func mixed(t *testing.T, pads ...int) *rows.Snapshot {
+	t.Helper()
+	var rs []*rows.Row
+	for i, pad := range pads {
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "ns", TargetName: "t", Version: "v1", Kind: "ConfigMap"}, Namespace: "ns", Name: string(rune('a' + i)),
+			UID: string(rune('a' + i))}, rows.AttributesOf(map[string]any{"pad": strings.Repeat("x", pad)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rows.NewSnapshot(rows.Identity{Namespace: "ns", Name: "inv", Generation: 1}, rs, time.Now())
 }

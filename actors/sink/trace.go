@@ -24,7 +24,8 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 	defer span.End()
 	d := rows.Diff(acked, snap)
 	d.Export = export
-	if err := ceiling(cfg, d); err != nil {
+	aside, err := ceiling(cfg, d)
+	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return sinks.Ack{}, err
 	}
@@ -33,6 +34,9 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 		attribute.Bool("kollect.delta.full", d.Full()))
 	ctx, write := tracer.Start(ctx, "kollect.sink.write", trace.WithAttributes(attribute.String(actors.AttrSinkType, cfg.Type)))
 	ack, err := safeExport(ctx, backend, d)
+	if err == nil && len(aside) > 0 {
+		ack.Rejected = append(aside, ack.Rejected...)
+	}
 	write.SetAttributes(attribute.Int("kollect.written", ack.Written), attribute.Int64("kollect.bytes", ack.Bytes))
 	if err != nil {
 		write.RecordError(err)
@@ -53,11 +57,15 @@ type partsWanter interface {
 // is split into parts when its backend writes parts; for other bindings,
 // and a snapshot a backend writes as a file per row, the unit is a row, and
 // only the rows they will write are checked. A row too large for the
-// ceiling fails the export for good.
-func ceiling(cfg Config, d *rows.Delta) error {
+// ceiling alone is set aside, as a backend's row-level refusals are: the
+// export carries the others, and the row is reported rejected (and tried
+// again when it changes). So one tenant's oversized object holds only
+// itself, never the rows beside it in a shared sink.
+func ceiling(cfg Config, d *rows.Delta) ([]sinks.Rejection, error) {
 	if cfg.MaxBytes <= 0 {
-		return nil
+		return nil, nil
 	}
+	aside := setAside(d, d.Next.Oversized(cfg.MaxBytes))
 	split := cfg.Partitioned
 	if pw, ok := cfg.Backend.(partsWanter); ok && split {
 		split = pw.WantsParts(d.Next)
@@ -69,9 +77,37 @@ func ceiling(cfg Config, d *rows.Delta) error {
 		err = rows.CheckItems(d.Next, d.Upserts, cfg.MaxBytes)
 	}
 	if err != nil {
-		return sinks.Permanent(err)
+		return nil, sinks.Permanent(err)
 	}
-	return nil
+	return aside, nil
+}
+
+// setAside removes the oversized rows from what the backend receives: a
+// snapshot backend writes the next state without them, a backend of rows
+// does not upsert them (it keeps a version it held before, if any).
+func setAside(d *rows.Delta, big []*rows.ItemTooLargeError) []sinks.Rejection {
+	if len(big) == 0 {
+		return nil
+	}
+	drop := make(map[rows.Key]bool, len(big))
+	aside := make([]sinks.Rejection, 0, len(big))
+	for _, e := range big {
+		drop[e.Key] = true
+		aside = append(aside, sinks.Rejection{Key: e.Key.String(), Reason: e.Error()})
+	}
+	d.Next = d.Next.Without(drop)
+	upserts, replaced := d.Upserts[:0:0], d.Replaced[:0:0]
+	for i, r := range d.Upserts {
+		if drop[r.Key()] {
+			continue
+		}
+		upserts = append(upserts, r)
+		if i < len(d.Replaced) {
+			replaced = append(replaced, d.Replaced[i])
+		}
+	}
+	d.Upserts, d.Replaced = upserts, replaced
+	return aside
 }
 
 // safeExport turns a backend panic into an export error: a bug in one

@@ -122,7 +122,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Accepted for compatibility (kubernetes or disabled); no effect: this version has no inventory HTTP API.")
 	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
 
-	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it fails its binding.")
+	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it is set aside (status rejectedKeys) and the rest exported.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
 	fs.IntVar(&o.ConcurrentClusterTarget, "max-concurrent-reconciles-cluster-target", 2, "Concurrent KollectClusterTarget reconciles.")

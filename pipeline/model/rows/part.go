@@ -111,6 +111,35 @@ func CheckItems(s *Snapshot, rs []*Row, ceiling int64) error {
 	return nil
 }
 
+// Oversized lists the rows of s whose envelope alone, in an export of s,
+// exceeds ceiling: the rows no partition can export (Partition's and
+// CheckItems' measure). Nil when ceiling is 0.
+func (s *Snapshot) Oversized(ceiling int64) []*ItemTooLargeError {
+	if ceiling <= 0 {
+		return nil
+	}
+	frame := s.frame(1, len(s.Rows), len(s.Rows))
+	var out []*ItemTooLargeError
+	for _, r := range s.Rows {
+		if alone := frame + int64(r.Size()); alone > ceiling {
+			out = append(out, &ItemTooLargeError{Key: r.Key(), Size: alone, Ceiling: ceiling})
+		}
+	}
+	return out
+}
+
+// Without is s less the rows whose keys are in drop, in the same order,
+// with its own checksum.
+func (s *Snapshot) Without(drop map[Key]bool) *Snapshot {
+	kept := make([]*Row, 0, len(s.Rows))
+	for _, r := range s.Rows {
+		if !drop[r.Key()] {
+			kept = append(kept, r)
+		}
+	}
+	return &Snapshot{Inventory: s.Inventory, Rows: kept, Checksum: Checksum(kept), ExportedAt: s.ExportedAt, ordered: true}
+}
+
 // items is the size of rows in an envelope: their JSON and the commas.
 func items(rs []*Row) int64 {
 	n := int64(max(len(rs)-1, 0))
