@@ -42,3 +42,19 @@ func CheckRefs(refs kollectv1alpha1.SinkRefs, namespace string, allowNamespace b
 	}
 	return nil
 }
+
+// ClusterInventoryNamespace is the inventory namespace the rows, paths and
+// messages of cluster inventories carry in every sink (SEMANTICS §9:
+// inventory/cluster/<name>).
+const ClusterInventoryNamespace = "cluster"
+
+// CheckInventoryNamespace refuses a KollectInventory in the namespace
+// named like cluster inventories' identity: its rows would be theirs in
+// every sink, and each one's full export would delete the other's rows.
+func CheckInventoryNamespace(namespace string) error {
+	if namespace != ClusterInventoryNamespace {
+		return nil
+	}
+	return fmt.Errorf("namespace %q is the inventory namespace every KollectClusterInventory's rows carry in the sinks: "+
+		"a KollectInventory here would share their identity and delete their rows; put it in another namespace", namespace)
+}

@@ -97,6 +97,10 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: team-b}
 ---
+apiVersion: v1
+kind: Namespace
+metadata: {name: cluster}
+---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectScope
 metadata: {name: team-a-scope, namespace: team-a}
@@ -164,6 +168,14 @@ spec: {profileRef: deployments}`, `apps/v1/Deployment is not in KollectScope "te
 kind: KollectTarget
 metadata: {name: other-team, namespace: team-a}
 spec: {profileRef: configmaps, includedNamespaces: [team-b]}`, `workload namespace "team-b" is not in KollectScope "team-a-scope" allowedNamespaces`, ""},
+		{"a target naming another namespace without a scope", `apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: kube-system, namespace: team-b}
+spec: {profileRef: configmaps, includedNamespaces: [kube-system]}`, `workload namespace "kube-system" is outside the operator's default namespace ceiling`, ""},
+		{"an inventory in the namespace of cluster inventories' rows", `apiVersion: kollect.dev/v1alpha1
+kind: KollectInventory
+metadata: {name: fleet, namespace: cluster}
+spec: {snapshotSinkRefs: [{name: git}]}`, `namespace "cluster" is the inventory namespace every KollectClusterInventory's rows carry`, ""},
 		{"a target within its scope", `apiVersion: kollect.dev/v1alpha1
 kind: KollectTarget
 metadata: {name: own, namespace: team-a}

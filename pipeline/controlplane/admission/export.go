@@ -73,6 +73,9 @@ func maxBytes(o Options, field string, v *int64) []string {
 
 // inventory: sink references and the interval floor of its namespace.
 func inventory(ctx context.Context, c client.Reader, o Options, inv *kollectv1alpha1.KollectInventory) (warnings, problems []string) {
+	if err := compile.CheckInventoryNamespace(inv.Namespace); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if err := compile.CheckRefs(inv.Spec.SinkRefs, inv.Namespace, false); err != nil && !o.policyOnly {
 		problems = append(problems, err.Error())
 	}

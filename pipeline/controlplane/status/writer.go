@@ -15,6 +15,7 @@ import (
 
 	"kollect.dev/kollect/actors/inventory"
 	"kollect.dev/kollect/actors/target"
+	"kollect.dev/kollect/pipeline/compile"
 )
 
 // Verdict is a reconciler's conclusion about an object.
@@ -211,4 +212,4 @@ func (w *Writer) InventoryReport(r inventory.Report) {
 
 // ClusterNamespace is the inventory namespace of cluster inventories in
 // exports (SEMANTICS §9: inventory/cluster/<name>).
-const ClusterNamespace = "cluster"
+const ClusterNamespace = compile.ClusterInventoryNamespace

@@ -29,7 +29,10 @@ const (
 	ReasonSuspended      = "Suspended"
 	ReasonSinkNotFound   = "SinkNotFound"
 	ReasonInvalidSinkRef = "InvalidSinkRef"
-	defaultInterval      = 30 * time.Second
+	// ReasonReservedNamespace: the inventory's namespace is cluster
+	// inventories' identity in the sinks.
+	ReasonReservedNamespace = "ReservedNamespace"
+	defaultInterval         = 30 * time.Second
 )
 
 // Engine is what the reconciler drives.
@@ -95,6 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var inv kollectv1alpha1.KollectInventory
 	cleanup := func(ctx context.Context) error {
 		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
+		if compile.CheckInventoryNamespace(inv.Namespace) != nil {
+			return nil // it never exported; its identity's rows are the cluster inventories'
+		}
 		err := r.Resolver.Cleanup(ctx, r.bindings(&inv), identity(&inv))
 		return r.cleanupStatus(ctx, req.NamespacedName, inv.Generation, err)
 	}
@@ -106,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
 		verdict.Reason, verdict.Message = reason, msg
 		return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)
+	}
+	if err := compile.CheckInventoryNamespace(inv.Namespace); err != nil {
+		return degrade(ReasonReservedNamespace, err.Error())
 	}
 	if inv.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: exports stopped")
@@ -160,7 +169,11 @@ func (r *Reconciler) cleanupStatus(ctx context.Context, key types.NamespacedName
 
 func (r *Reconciler) release(key types.NamespacedName) {
 	r.Engine.RemoveInventory(engineKey(key))
-	r.Resolver.Backends.Forget(key.String())
+	if compile.CheckInventoryNamespace(key.Namespace) == nil {
+		// In the reserved namespace the backends owned as "cluster/<name>"
+		// are a cluster inventory's: never built for this one.
+		r.Resolver.Backends.Forget(key.String())
+	}
 	r.Status.Forget(status.Key{Kind: status.Inventory, NamespacedName: key})
 }
 

@@ -96,3 +96,34 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		})
 	}
 }
+
+// A KollectInventory in namespace "cluster" would carry the identity of
+// cluster inventories' rows (cluster/<name>) in every sink: it is
+// Degraded, binds nothing, and its deletion cleans nothing up.
+func TestAnInventoryInTheClusterNamespaceIsRefused(t *testing.T) {
+	scheme := controllertest.Scheme()
+	inv := &kollectv1alpha1.KollectInventory{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: "cluster"}}
+	inv.Spec.ExportMinInterval = "30s"
+	inv.Spec.SnapshotSinkRefs = []kollectv1alpha1.InventorySinkRef{{Name: "git"}}
+	sink := &kollectv1alpha1.KollectSnapshotSink{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: "cluster"},
+		Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "git", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "https://git.example.com/i.git"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(inv, sink).WithStatusSubresource(&kollectv1alpha1.KollectInventory{}).Build()
+	eng := &fakeEngine{}
+	r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
+		Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
+	key := types.NamespacedName{Namespace: "cluster", Name: "fleet"}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	var got kollectv1alpha1.KollectInventory
+	if err := c.Get(context.Background(), key, &got); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(got.Status.Conditions, status.TypeDegraded)
+	if cond == nil || cond.Reason != inventory.ReasonReservedNamespace || !strings.Contains(cond.Message, "put it in another namespace") {
+		t.Fatalf("Degraded %+v; want ReservedNamespace", cond)
+	}
+	if len(eng.calls) != 1 || eng.calls[0] != "remove" {
+		t.Errorf("engine calls %v, want [remove]", eng.calls)
+	}
+}
