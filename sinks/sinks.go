@@ -113,6 +113,19 @@ type permanent struct{ error }
 
 func (p permanent) Unwrap() []error { return []error{p.error, ErrPermanent} }
 
+// ErrAmbientRefused marks a cloud sink that holds no key and may not use
+// the operator's own identity (the SDK's default credential chain). It is
+// permanent: only a key, or the platform's consent, can change it.
+var ErrAmbientRefused = errors.New("ambient credentials refused")
+
+// AmbientRefused is the refusal of a sink whose Secret holds no keys
+// (what names them), saying what would allow it.
+func AmbientRefused(what string) error {
+	return Permanent(fmt.Errorf("%[1]w: the sink's Secret holds no %[2]s, and this sink may not use the operator's own cloud identity: "+
+		"put %[2]s in the Secret, or have the platform allow ambient credentials (operator flag --allow-ambient-credentials and "+
+		"spec.allowAmbientCredentials on every KollectScope of the namespace)", ErrAmbientRefused, what))
+}
+
 // UntrustedCertificate reports whether err is a failure to verify a
 // server's TLS certificate: retrying cannot fix it, a CA bundle can.
 func UntrustedCertificate(err error) bool {

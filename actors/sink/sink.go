@@ -33,10 +33,10 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 	OpenAfter               int
 	Timeout                 time.Duration
-	// MaxBytes is the binding's size ceiling (SEMANTICS §4.4; 0: none): a
+	// MaxBytes is the binding's size ceiling (maxExportBytes; 0: none): a
 	// snapshot binding (Partitioned) splits a larger export into parts,
-	// and a row whose envelope alone is larger fails any binding, for
-	// good.
+	// and a row whose envelope alone is larger is set aside by any
+	// binding.
 	MaxBytes    int64
 	Partitioned bool
 }

@@ -53,31 +53,32 @@ type partsWanter interface {
 	WantsParts(snap *rows.Snapshot) bool
 }
 
-// ceiling applies the binding's size ceiling: a snapshot binding's export
-// is split into parts when its backend writes parts; for other bindings,
-// and a snapshot a backend writes as a file per row, the unit is a row, and
-// only the rows they will write are checked. A row too large for the
-// ceiling alone is set aside, as a backend's row-level refusals are: the
+// ceiling applies the binding's size ceiling. A row whose envelope alone
+// exceeds it is set aside, as a backend's row-level refusals are: the
 // export carries the others, and the row is reported rejected (and tried
 // again when it changes). So one tenant's oversized object holds only
-// itself, never the rows beside it in a shared sink.
+// itself, never the rows beside it in a shared sink. A snapshot binding
+// checks every row of the state its backend writes, other bindings only
+// the rows they will write; then a snapshot binding's export is split
+// into parts when its backend writes parts.
 func ceiling(cfg Config, d *rows.Delta) ([]sinks.Rejection, error) {
 	if cfg.MaxBytes <= 0 {
 		return nil, nil
 	}
-	aside := setAside(d, d.Next.Oversized(cfg.MaxBytes))
+	written := d.Upserts
+	if cfg.Partitioned {
+		written = d.Next.Rows
+	}
+	aside := setAside(d, d.Next.Oversized(written, cfg.MaxBytes))
 	split := cfg.Partitioned
 	if pw, ok := cfg.Backend.(partsWanter); ok && split {
 		split = pw.WantsParts(d.Next)
 	}
-	var err error
 	if split {
-		d.Parts, err = rows.Partition(d.Next, cfg.MaxBytes)
-	} else {
-		err = rows.CheckItems(d.Next, d.Upserts, cfg.MaxBytes)
-	}
-	if err != nil {
-		return nil, sinks.Permanent(err)
+		var err error
+		if d.Parts, err = rows.Partition(d.Next, cfg.MaxBytes); err != nil {
+			return nil, sinks.Permanent(err)
+		}
 	}
 	return aside, nil
 }

@@ -44,8 +44,9 @@ func CheckRefs(refs kollectv1alpha1.SinkRefs, namespace string, allowNamespace b
 }
 
 // ClusterInventoryNamespace is the inventory namespace the rows, paths and
-// messages of cluster inventories carry in every sink (SEMANTICS §9:
-// inventory/cluster/<name>).
+// messages of cluster inventories carry in every sink: a cluster
+// inventory is exported as if it were an inventory of namespace "cluster"
+// (Postgres inventory_namespace 'cluster', Git inventory/cluster/<name>).
 const ClusterInventoryNamespace = "cluster"
 
 // CheckInventoryNamespace refuses a KollectInventory in the namespace

@@ -9,11 +9,9 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
-)
 
-// ErrAmbientRefused is returned when a sink has no key and may not use
-// the operator's own identity.
-var ErrAmbientRefused = errors.New("ambient credentials refused")
+	"kollect.dev/kollect/sinks"
+)
 
 // Source is where a sink's token source comes from.
 type Source struct {
@@ -41,9 +39,7 @@ func TokenSource(ctx context.Context, hc *http.Client, src Source, scopes ...str
 		return creds.TokenSource, nil
 	}
 	if !src.Ambient {
-		return nil, fmt.Errorf("%w: the sink's Secret holds no service-account key (credentials.json), and this sink may not use the operator's own "+
-			"cloud identity: add a key, or have the platform allow ambient credentials (operator flag --allow-ambient-credentials and "+
-			"spec.allowAmbientCredentials on the namespace's KollectScope)", ErrAmbientRefused)
+		return nil, sinks.AmbientRefused("service-account key (credentials.json)")
 	}
 	creds, err := google.FindDefaultCredentials(tokenCtx, scopes...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/gcpauth"
 )
 
@@ -104,7 +105,7 @@ func TestOnlyServiceAccountKeys(t *testing.T) {
 			}
 		})
 	}
-	if _, err := gcpauth.TokenSource(context.Background(), srv.Client(), gcpauth.Source{}); !errors.Is(err, gcpauth.ErrAmbientRefused) {
+	if _, err := gcpauth.TokenSource(context.Background(), srv.Client(), gcpauth.Source{}); !errors.Is(err, sinks.ErrAmbientRefused) || !errors.Is(err, sinks.ErrPermanent) {
 		t.Fatalf("no key without ambient: %v, want ErrAmbientRefused", err)
 	}
 }

@@ -2,7 +2,6 @@ package objectstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
+
+	"kollect.dev/kollect/sinks"
 )
 
 // S3 credential keys (SEMANTICS §11.4), first non-empty wins.
@@ -25,10 +26,6 @@ var (
 func S3Keys(data map[string][]byte) bool {
 	return first(data, accessKeyKeys...) != "" && first(data, secretKeyKeys...) != ""
 }
-
-// ErrAmbientRefused: a sink without keys may not use the operator's own
-// identity.
-var ErrAmbientRefused = errors.New("ambient credentials refused")
 
 // OpenS3 opens an S3 bucket, or any S3-compatible one at e.BaseURL
 // (path-style addressing), with the Secret's keys or, without them and
@@ -48,9 +45,7 @@ func OpenS3(ctx context.Context, e Endpoint, data map[string][]byte, ambient boo
 	case first(data, accessKeyKeys...) != "" || first(data, secretKeyKeys...) != "":
 		return nil, nil, fmt.Errorf("the Secret has only half of an S3 key pair: set both accessKeyID and secretAccessKey (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
 	case !ambient:
-		return nil, nil, fmt.Errorf("%w: the sink's Secret holds no S3 keys (accessKeyID and secretAccessKey), and this sink may not use the operator's own "+
-			"cloud identity: add keys, or have the platform allow ambient credentials (operator flag --allow-ambient-credentials and "+
-			"spec.allowAmbientCredentials on the namespace's KollectScope)", ErrAmbientRefused)
+		return nil, nil, sinks.AmbientRefused("S3 keys (accessKeyID and secretAccessKey)")
 	default:
 		// The default chain: environment, web identity (IRSA), instance role.
 		var err error

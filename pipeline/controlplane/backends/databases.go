@@ -90,7 +90,7 @@ func bigqueryType() Type {
 			cfg.Ambient = env.Ambient
 			b, err := bigquery.New(ctx, cfg)
 			if err != nil {
-				return nil, ambientRefused(err)
+				return nil, err
 			}
 			return b, nil
 		}}

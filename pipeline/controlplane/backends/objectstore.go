@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/gcpauth"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/objectstore"
 )
@@ -46,7 +44,7 @@ func gcsType() Type {
 						return objectstore.OpenS3(ctx, e, creds.Data, env.Ambient, region, hc)
 					}
 					b, err := objectstore.OpenGCS(ctx, e, creds.Data, env.Ambient, hc)
-					return b, nil, ambientRefused(err)
+					return b, nil, err
 				})
 		}}
 }
@@ -103,7 +101,7 @@ func buildObjectStore(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSin
 	}
 	bucket, redact, err := open(ctx, e, hc, s)
 	if err != nil {
-		return nil, ambientRefused(err)
+		return nil, err
 	}
 	return newStore(s, e, bucket, redact)
 }
@@ -145,21 +143,3 @@ type store struct {
 
 func (s *store) Probe(ctx context.Context) error { return s.st.Probe(ctx) }
 func (s *store) Close()                          { s.st.Close() }
-
-// ErrAmbientRefused marks a cloud sink refused the operator's own
-// identity (its probe's reason is AmbientCredentialsRefused).
-var ErrAmbientRefused = errors.New("ambient credentials refused")
-
-// ambientRefused makes a refusal of ambient credentials permanent and
-// recognisable, whichever SDK's opener said it.
-func ambientRefused(err error) error {
-	if errors.Is(err, objectstore.ErrAmbientRefused) || errors.Is(err, gcpauth.ErrAmbientRefused) {
-		return sinks.Permanent(refusal{err})
-	}
-	return err
-}
-
-type refusal struct{ error }
-
-func (r refusal) Is(target error) bool { return target == ErrAmbientRefused }
-func (r refusal) Unwrap() error        { return r.error }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/sinks"
 )
 
 // Probe failure reasons.
@@ -36,7 +38,7 @@ func (r *Registry) Probe(ctx context.Context, c client.Reader, sink client.Objec
 		return "", ReasonSecretFailed, err
 	}
 	b, err := t.Build(ctx, sink, creds, Env{Policy: r.Policy, Ambient: creds.Ambient})
-	if errors.Is(err, ErrAmbientRefused) {
+	if errors.Is(err, sinks.ErrAmbientRefused) {
 		return "", ReasonAmbientRefused, err
 	}
 	if err != nil {

@@ -95,32 +95,17 @@ func Partition(s *Snapshot, ceiling int64) ([]*Part, error) {
 	return parts, nil
 }
 
-// CheckItems reports the first of rs whose envelope alone, in an export
-// of s, exceeds ceiling: Partition's check, for sinks that write rows one
-// by one.
-func CheckItems(s *Snapshot, rs []*Row, ceiling int64) error {
-	if ceiling <= 0 {
-		return nil
-	}
-	frame := s.frame(1, len(s.Rows), len(s.Rows))
-	for _, r := range rs {
-		if alone := frame + int64(r.Size()); alone > ceiling {
-			return &ItemTooLargeError{Key: r.Key(), Size: alone, Ceiling: ceiling}
-		}
-	}
-	return nil
-}
-
-// Oversized lists the rows of s whose envelope alone, in an export of s,
-// exceeds ceiling: the rows no partition can export (Partition's and
-// CheckItems' measure). Nil when ceiling is 0.
-func (s *Snapshot) Oversized(ceiling int64) []*ItemTooLargeError {
+// Oversized lists those of rs (rows of s) whose envelope alone, in an
+// export of s, exceeds ceiling: the rows no partition can export
+// (Partition's measure), for sinks that write rows one by one. Nil when
+// ceiling is 0.
+func (s *Snapshot) Oversized(rs []*Row, ceiling int64) []*ItemTooLargeError {
 	if ceiling <= 0 {
 		return nil
 	}
 	frame := s.frame(1, len(s.Rows), len(s.Rows))
 	var out []*ItemTooLargeError
-	for _, r := range s.Rows {
+	for _, r := range rs {
 		if alone := frame + int64(r.Size()); alone > ceiling {
 			out = append(out, &ItemTooLargeError{Key: r.Key(), Size: alone, Ceiling: ceiling})
 		}
