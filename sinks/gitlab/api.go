@@ -234,15 +234,18 @@ type mergeRequest struct {
 	WebURL       string `json:"web_url"`
 }
 
-// ensureMergeRequest finds the open merge request from source to target,
-// or opens one.
-func (a *api) ensureMergeRequest(ctx context.Context, source, target, title string) (mergeRequest, error) {
-	var open []mergeRequest
-	q := url.Values{"state": {"opened"}, "source_branch": {source}, "target_branch": {target}}
-	if err := a.do(ctx, http.MethodGet, a.url("/merge_requests", q), nil, &open); err != nil {
+// ensureMergeRequest finds a merge request from source to target in state
+// ("opened", or "" for any state), or opens one when there is none.
+func (a *api) ensureMergeRequest(ctx context.Context, source, target, state, title string) (mergeRequest, error) {
+	var found []mergeRequest
+	q := url.Values{"source_branch": {source}, "target_branch": {target}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	if err := a.do(ctx, http.MethodGet, a.url("/merge_requests", q), nil, &found); err != nil {
 		return mergeRequest{}, err
 	}
-	for _, mr := range open {
+	for _, mr := range found {
 		if mr.SourceBranch == source && mr.TargetBranch == target {
 			return mr, nil
 		}

@@ -180,7 +180,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 			if exists && last.Checksum == snap.Checksum && len(snap.Rows) > 0 {
 				// The branch holds this export already; its merge request
 				// may not be open yet (the step after the commit failed).
-				return s.mergeRequest(ctx, id, br, head.Commit.ID, sinks.Ack{Rows: len(snap.Rows)})
+				return s.mergeRequest(ctx, id, br, head.Commit.ID, false, sinks.Ack{Rows: len(snap.Rows)})
 			}
 		case err == nil || errors.Is(err, errNotFound):
 			if present, err = s.api.tree(ctx, ref, ""); err != nil {
@@ -248,7 +248,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 	ack := sinks.Ack{Rows: len(snap.Rows), Written: written, Bytes: bytes}
 	if len(actions) == 0 {
 		if exists {
-			return s.mergeRequest(ctx, id, br, head.Commit.ID, ack)
+			return s.mergeRequest(ctx, id, br, head.Commit.ID, false, ack)
 		}
 		return ack, nil
 	}
@@ -258,14 +258,17 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		return sinks.Ack{}, err
 	}
 	ack.Changed, ack.Revision = true, commit
-	return s.mergeRequest(ctx, id, br, commit, ack)
+	return s.mergeRequest(ctx, id, br, commit, true, ack)
 }
 
 // mergeRequest, in merge-request mode, makes sure the export branch at
-// head has an open merge request before the export is acknowledged: a
-// retry of an export whose commit landed but whose merge request did not
-// opens it then. A branch whose head is the target's has nothing to merge.
-func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head string, ack sinks.Ack) (sinks.Ack, error) {
+// head has a merge request before the export is acknowledged. After a
+// commit it needs an open one. An export that committed nothing (a retry
+// of one whose commit landed but whose merge request did not, or a
+// restart) opens one only when the branch never had any, so a merge
+// request merged or closed by a person is not opened again; and a branch
+// whose head is the target's has nothing to merge.
+func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head string, committed bool, ack sinks.Ack) (sinks.Ack, error) {
 	if !s.cfg.MergeRequest {
 		return ack, nil
 	}
@@ -281,7 +284,11 @@ func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head stri
 		title = "kollect inventory export: {namespace}/{name}"
 	}
 	title = strings.NewReplacer("{namespace}", id.Namespace, "{name}", id.Name).Replace(title)
-	if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, title); err != nil {
+	state := "opened"
+	if !committed {
+		state = ""
+	}
+	if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, state, title); err != nil {
 		return sinks.Ack{}, fmt.Errorf("committed %s, but the merge request: %w", head, err)
 	}
 	return ack, nil

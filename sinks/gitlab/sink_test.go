@@ -200,6 +200,21 @@ func TestAMergeRequestThatFailedIsOpenedByTheRetry(t *testing.T) {
 	if n := len(srv.Commits(project, "kollect/team-a/apps")); n != 1 {
 		t.Errorf("the retry committed again (%d commits)", n)
 	}
+	// Merged by a person, the branch kept: the same export again (a
+	// restart) opens nothing; a new change opens a new one.
+	srv.MergeAll(project)
+	if _, err := s.Export(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if mrs := srv.MergeRequests(project); len(mrs) != 1 {
+		t.Fatalf("an unchanged export opened another merge request: %+v", mrs)
+	}
+	if _, err := s.Export(ctx, sinktest.Snap(rows.Identity{Namespace: "team-a", Name: "apps"}, sinktest.Rows(3, "2"))); err != nil {
+		t.Fatal(err)
+	}
+	if mrs := srv.MergeRequests(project); len(mrs) != 2 || mrs[1].State != "opened" {
+		t.Fatalf("a new change opened no merge request: %+v", mrs)
+	}
 }
 
 // The token is checked, and a refusal is permanent and says what to fix.

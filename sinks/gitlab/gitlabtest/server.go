@@ -99,6 +99,18 @@ func (s *Server) SetMergeRequestsDown(down bool) {
 	s.mrDown = down
 }
 
+// MergeAll marks every open merge request of a project merged, as a
+// person accepting them would (the source branches stay).
+func (s *Server) MergeAll(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.projects[path].mrs {
+		if s.projects[path].mrs[i].State == "opened" {
+			s.projects[path].mrs[i].State = "merged"
+		}
+	}
+}
+
 // Files returns a copy of a branch's files (nil when it does not exist).
 func (s *Server) Files(path, br string) map[string][]byte {
 	s.mu.Lock()
