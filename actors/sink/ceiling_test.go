@@ -36,11 +36,17 @@ type treeBackend struct{ partsBackend }
 func (*treeBackend) WantsParts(*rows.Snapshot) bool { return false }
 
 // rowsBackend is a backend of rows (a database): it stores deltas.
-type rowsBackend struct{ calls, rows, upserts int }
+type rowsBackend struct {
+	calls, rows, upserts int
+	deleted              []string
+}
 
 func (b *rowsBackend) Export(_ context.Context, d *rows.Delta) (sinks.Ack, error) {
 	b.calls++
-	b.rows, b.upserts = len(d.Next.Rows), len(d.Upserts)
+	b.rows, b.upserts, b.deleted = len(d.Next.Rows), len(d.Upserts), nil
+	for _, r := range d.Deletes {
+		b.deleted = append(b.deleted, r.Key().String())
+	}
 	return sinks.Ack{Rows: len(d.Next.Rows)}, nil
 }
 
@@ -118,6 +124,22 @@ func TestTheCeilingOfABinding(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a row that grows past the ceiling leaves the sink", func(t *testing.T) {
+		b := &rowsBackend{}
+		sys, pid, results := harness(t, sink.Config{Key: "database/pg", Backend: b, MaxBytes: 2000})
+		sys.Root.Send(pid, &sink.Offer{Snapshot: mixed(t, 400, 400, 400)})
+		if r := <-results; r.Err != nil || len(r.Ack.Rejected) != 0 {
+			t.Fatalf("first export: %v, rejected %+v", r.Err, r.Ack.Rejected)
+		}
+		sys.Root.Send(pid, &sink.Offer{Snapshot: mixed(t, 400, 5000, 400)})
+		r := <-results
+		if r.Err != nil || len(r.Ack.Rejected) != 1 || r.Ack.Rejected[0].Key != "ns/t/b" {
+			t.Fatalf("second export: %v, rejected %+v", r.Err, r.Ack.Rejected)
+		}
+		if b.rows != 2 || b.upserts != 0 || len(b.deleted) != 1 || b.deleted[0] != "ns/t/b" {
+			t.Errorf("the backend got %d rows, %d upserts, deletes %v; want the old version of ns/t/b deleted", b.rows, b.upserts, b.deleted)
+		}
+	})
 }
 
 // mixed is a snapshot of rows a, b, c… with the given padding each.

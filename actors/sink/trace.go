@@ -83,9 +83,11 @@ func ceiling(cfg Config, d *rows.Delta) ([]sinks.Rejection, error) {
 	return aside, nil
 }
 
-// setAside removes the oversized rows from what the backend receives: a
-// snapshot backend writes the next state without them, a backend of rows
-// does not upsert them (it keeps a version it held before, if any).
+// setAside removes the oversized rows from what the backend receives, in
+// every family alike: the next state leaves them out, and a version the
+// sink held before is deleted with the export. So a set-aside row is
+// absent from every sink until it fits, and a restart's full reconcile
+// finds nothing to change.
 func setAside(d *rows.Delta, big []*rows.ItemTooLargeError) []sinks.Rejection {
 	if len(big) == 0 {
 		return nil
@@ -99,13 +101,19 @@ func setAside(d *rows.Delta, big []*rows.ItemTooLargeError) []sinks.Rejection {
 	d.Next = d.Next.Without(drop)
 	upserts, replaced := d.Upserts[:0:0], d.Replaced[:0:0]
 	for i, r := range d.Upserts {
-		if drop[r.Key()] {
-			continue
-		}
-		upserts = append(upserts, r)
+		var old *rows.Row
 		if i < len(d.Replaced) {
-			replaced = append(replaced, d.Replaced[i])
+			old = d.Replaced[i]
 		}
+		switch {
+		case !drop[r.Key()]:
+			upserts, replaced = append(upserts, r), append(replaced, old)
+		case old != nil:
+			d.Deletes = append(d.Deletes, old)
+		}
+	}
+	if len(d.Replaced) == 0 {
+		replaced = nil
 	}
 	d.Upserts, d.Replaced = upserts, replaced
 	return aside
