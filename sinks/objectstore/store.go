@@ -60,6 +60,9 @@ type Config struct {
 	// objects in a shared bucket. Every sink built by the backend registry
 	// (the operator's and the CLI's) sets it.
 	PinNamespace bool
+	// Parallel is how many objects an export writes or deletes at once
+	// (0: 16).
+	Parallel int
 }
 
 // Store is an object-store snapshot backend.
@@ -127,6 +130,9 @@ func newStore(cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 16
+	}
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
 	cluster := cfg.Cluster
 	if cluster == "" {
@@ -155,12 +161,6 @@ type manifest struct {
 type entry struct {
 	Hash string `json:"hash"`
 	Rows int    `json:"rows"`
-}
-
-// pending lists objects an export is about to create, written before
-// them: if the export fails, the next one deletes those it does not keep.
-type pending struct {
-	Objects []string `json:"objects"`
 }
 
 func (s *Store) metaKey(id rows.Identity, suffix string) string {
@@ -198,95 +198,6 @@ func (s *Store) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*r
 }
 
 var _ sinks.Parted = (*Store)(nil)
-
-func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
-	id := snap.Inventory
-	mKey, pKey := s.metaKey(id, ".json"), s.metaKey(id, ".pending.json")
-	var old manifest
-	hadManifest, err := s.readJSON(ctx, mKey, &old)
-	if err != nil {
-		return sinks.Ack{}, err
-	}
-	var pend pending
-	hadPending, err := s.readJSON(ctx, pKey, &pend)
-	if err != nil {
-		return sinks.Ack{}, err
-	}
-	total := 0
-	if len(parts) > 1 && s.cfg.Layout == Document {
-		total = len(parts)
-	}
-	if hadManifest && !hadPending && old.Checksum == snap.Checksum && old.Settings == s.settings() && old.Generation == id.Generation && old.PartTotal == total {
-		return sinks.Ack{Rows: len(snap.Rows), Revision: shortSum(snap.Checksum)}, nil
-	}
-	if len(snap.Rows) == 0 {
-		// Remove what this sink wrote for the inventory, and nothing else.
-		gone := union(keys(old.Objects), pend.Objects)
-		if err := s.deleteAll(ctx, gone); err != nil {
-			return sinks.Ack{}, err
-		}
-		if err := s.deleteAll(ctx, []string{mKey, pKey}); err != nil {
-			return sinks.Ack{}, err
-		}
-		return sinks.Ack{Changed: hadManifest || hadPending, Written: old.ItemCount}, nil
-	}
-	objs, err := s.objects(snap, parts)
-	if err != nil {
-		return sinks.Ack{}, sinks.Permanent(err)
-	}
-	next := manifest{SchemaVersion: rows.SchemaVersion, Namespace: id.Namespace, Name: id.Name, Generation: id.Generation,
-		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Now().UTC(),
-		ItemCount: len(snap.Rows), PartTotal: total, Objects: make(map[string]entry, len(objs))}
-	var created []string
-	for _, o := range objs {
-		next.Objects[o.key] = entry{Hash: o.hash, Rows: len(o.rows)}
-		if _, ok := old.Objects[o.key]; !ok {
-			created = append(created, o.key)
-		}
-	}
-	if len(created) > 0 {
-		// Known before the objects exist, so a failure leaves no orphan.
-		slices.Sort(created)
-		if err := s.writeJSON(ctx, pKey, pending{Objects: union(created, pend.Objects)}); err != nil {
-			return sinks.Ack{}, err
-		}
-	}
-	ack := sinks.Ack{Rows: len(snap.Rows), Changed: true, Revision: shortSum(snap.Checksum)}
-	for _, o := range objs {
-		if !hadPending && old.Objects[o.key] == next.Objects[o.key] && old.Settings == next.Settings {
-			continue // the bucket holds these bytes' content already
-		}
-		body, err := s.enc.encode(o.object)
-		if err != nil {
-			return sinks.Ack{}, sinks.Permanent(err)
-		}
-		opts := &blob.WriterOptions{ContentType: contentType(s.cfg.Format), ContentEncoding: s.enc.contentEncoding()}
-		if err := s.put(ctx, o.key, body, opts); err != nil {
-			return sinks.Ack{}, fmt.Errorf("write %s: %w", o.key, err)
-		}
-		ack.Written += len(o.rows)
-		ack.Bytes += int64(len(body))
-	}
-	if err := s.writeJSON(ctx, mKey, next); err != nil {
-		return sinks.Ack{}, err
-	}
-	var gone []string
-	for _, k := range union(keys(old.Objects), pend.Objects) {
-		if _, keep := next.Objects[k]; !keep {
-			gone = append(gone, k)
-			ack.Written += old.Objects[k].Rows // a row removed is a change written
-		}
-	}
-	if err := s.deleteAll(ctx, gone); err != nil {
-		return sinks.Ack{}, err
-	}
-	if hadPending || len(created) > 0 {
-		if err := s.deleteAll(ctx, []string{pKey}); err != nil {
-			return sinks.Ack{}, err
-		}
-	}
-	return ack, nil
-}
 
 // keyed is an object with its key and content hash.
 type keyed struct {
@@ -456,15 +367,6 @@ func (s *Store) writeJSON(ctx context.Context, key string, v any) error {
 // object is all an export needs.
 func (s *Store) put(ctx context.Context, key string, body []byte, opts *blob.WriterOptions) error {
 	return s.cfg.Bucket.Upload(ctx, key, bytes.NewReader(body), opts)
-}
-
-func (s *Store) deleteAll(ctx context.Context, ks []string) error {
-	for _, k := range ks {
-		if err := s.cfg.Bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("delete %s: %w", k, err)
-		}
-	}
-	return nil
 }
 
 // Probe checks that the bucket exists and the credentials can reach it.
