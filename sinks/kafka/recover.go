@@ -3,10 +3,13 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kollect.dev/kollect/sinks/events"
 )
@@ -25,11 +28,16 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, e
 	return state, nil
 }
 
-// ReadTopic hands each to every record of topic, partition by partition
-// from its start offset to the end offset it had when called, with a client
-// of its own built from opts (brokers, TLS, SASL). A partition whose
-// offsets cannot be listed is an error, never skipped: a reader that missed
-// it would see rows as missing and never see their deletes.
+// ReadTopic hands each every record of topic, partition by partition from
+// its start offset to the end offset (high-water mark) it had when called,
+// with a client of its own built from opts (brokers, TLS, SASL). A
+// partition is read until the reader's position reaches that end: a
+// compacted tail, a control record or an empty batch moves the position
+// without a record, so nothing is taken as read that was not fetched. A
+// partition whose offsets cannot be listed, or whose leader gives no
+// progress for stallAfter (a leader election in a rolling restart), is an
+// error, never skipped: a reader that missed records would see rows as
+// missing and never see their deletes.
 func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo.Record)) error {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -45,8 +53,8 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 	if err != nil {
 		return fmt.Errorf("list offsets: %w", err)
 	}
-	want := map[int32]kgo.Offset{}
-	remaining := map[int32]int64{}
+	type span struct{ from, to int64 }
+	spans := map[int32]span{}
 	var listErr error
 	ends.Each(func(o kadm.ListedOffset) {
 		start, ok := starts.Lookup(o.Topic, o.Partition)
@@ -56,68 +64,132 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 		case !ok || start.Err != nil:
 			listErr = fmt.Errorf("no start offset for partition %d", o.Partition)
 		case o.Offset > start.Offset:
-			want[o.Partition] = kgo.NewOffset().At(start.Offset)
-			remaining[o.Partition] = o.Offset
+			spans[o.Partition] = span{start.Offset, o.Offset}
 		}
 	})
 	if listErr != nil {
 		return fmt.Errorf("list offsets: %w", listErr)
 	}
-	if len(want) == 0 {
-		return nil
+	parts := make([]int32, 0, len(spans))
+	for p := range spans {
+		parts = append(parts, p)
 	}
-	reader, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: want}))...)
-	if err != nil {
-		return err
-	}
-	defer reader.Close()
-	idle, seen := 0, false
-	read := map[int32]bool{} // partitions a record was read from
-	for len(remaining) > 0 {
-		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := reader.PollFetches(pollCtx)
-		cancel()
-		if err := ctx.Err(); err != nil {
+	slices.Sort(parts)
+	r := &partitionReader{cl: cl, adm: adm, topic: topic, stallAfter: stallAfter}
+	for _, p := range parts {
+		if err := r.read(ctx, p, spans[p].from, spans[p].to, each); err != nil {
 			return err
-		}
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			read[r.Partition] = true
-			each(r)
-			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
-				delete(remaining, r.Partition)
-			}
-		})
-		for _, fe := range fs.Errors() {
-			if fe.Err != context.DeadlineExceeded && fe.Err != context.Canceled {
-				return fe.Err
-			}
-		}
-		// Compaction may have removed the last offsets (deleted
-		// tombstones); several empty polls once records flowed mean there
-		// is nothing more. Before the first record, the client may still
-		// be connecting on a busy machine: wait longer, or a partial read
-		// would republish rows and miss deletes.
-		switch {
-		case n > 0:
-			idle, seen = 0, true
-		case seen && idle >= 4, !seen && idle >= 14:
-			// A partition that records were read from may end in a
-			// compacted gap; one never reached is a partial read, which
-			// must not pass for the topic's state.
-			for p := range remaining {
-				if !read[p] {
-					return fmt.Errorf("read partition %d of %s: no record arrived before its end offset %d; retrying", p, topic, remaining[p])
-				}
-			}
-			return nil
-		default:
-			idle++
 		}
 	}
 	return nil
+}
+
+// stallAfter is how long a partition may give no progress before its read
+// fails (and the export that needed it is retried).
+const stallAfter = 30 * time.Second
+
+// partitionReader fetches partitions from their leaders directly, so that
+// it knows the position each fetch reached.
+type partitionReader struct {
+	cl         *kgo.Client
+	adm        *kadm.Client
+	topic      string
+	stallAfter time.Duration
+	// leader and id are the partition leaders and topic id last looked up.
+	leader map[int32]int32
+	id     kadm.TopicID
+}
+
+func (r *partitionReader) lookup(ctx context.Context) error {
+	ts, err := r.adm.ListTopics(ctx, r.topic)
+	if err != nil {
+		return err
+	}
+	td, ok := ts[r.topic]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("describe topic %s: %v", r.topic, td.Err)
+	}
+	r.id, r.leader = td.ID, map[int32]int32{}
+	for p, pd := range td.Partitions {
+		r.leader[p] = pd.Leader
+	}
+	return nil
+}
+
+// read hands each every record of partition p in [from, to).
+func (r *partitionReader) read(ctx context.Context, p int32, from, to int64, each func(*kgo.Record)) error {
+	pos, lastProgress := from, time.Now()
+	var lastErr error
+	for pos < to {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Since(lastProgress) > r.stallAfter {
+			return fmt.Errorf("read partition %d of %s: no progress at offset %d of %d for %s (%v); retrying", p, r.topic, pos, to, r.stallAfter, lastErr)
+		}
+		next, err := r.fetch(ctx, p, pos, each)
+		switch {
+		case err != nil:
+			lastErr = err
+			r.leader = nil // look the leader up again
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		case next > pos:
+			pos, lastProgress = next, time.Now()
+		}
+	}
+	return nil
+}
+
+// fetch fetches partition p from offset pos and returns the position the
+// fetch reached.
+func (r *partitionReader) fetch(ctx context.Context, p int32, pos int64, each func(*kgo.Record)) (int64, error) {
+	if r.leader == nil {
+		if err := r.lookup(ctx); err != nil {
+			return pos, err
+		}
+	}
+	leader, ok := r.leader[p]
+	if !ok || leader < 0 {
+		return pos, fmt.Errorf("partition %d has no leader", p)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 500, 1, 16<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = r.topic, r.id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, pos, 8<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
+	if err != nil {
+		return pos, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return pos, err
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			part := &resp.Topics[i].Partitions[j]
+			if part.Partition != p {
+				continue
+			}
+			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+				return pos, err
+			}
+			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: pos, Topic: r.topic, Partition: p}, part, kgo.DefaultDecompressor(), nil)
+			if fp.Err != nil {
+				return pos, fp.Err
+			}
+			for _, rec := range fp.Records {
+				each(rec)
+			}
+			return next, nil
+		}
+	}
+	return pos, fmt.Errorf("the fetch of partition %d returned no partition", p)
 }
 
 // Header returns a record header's value, or "".

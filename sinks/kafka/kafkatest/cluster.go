@@ -9,10 +9,13 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kollect.dev/kollect/sinks/kafka"
 )
@@ -76,6 +79,56 @@ func (c *Cluster) Stop() {
 
 // Compact runs log compaction on every topic.
 func (c *Cluster) Compact() { c.c.Compact() }
+
+// StallFetches makes the broker answer every fetch of partition p of any
+// topic from an offset past from with NOT_LEADER_FOR_PARTITION for d after
+// the first such fetch, as during a leader election, and serve at most one
+// record batch a fetch, so that a reader needs several fetches to reach a
+// partition's end. It returns how many fetches it refused so far.
+func (c *Cluster) StallFetches(p int32, from int64, d time.Duration) func() int {
+	var until time.Time
+	refused := 0
+	var mu sync.Mutex
+	c.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		req.MaxBytes = 1
+		stall := false
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				rp := &req.Topics[i].Partitions[j]
+				rp.PartitionMaxBytes = 1
+				stall = stall || (rp.Partition == p && rp.FetchOffset > from)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stall && until.IsZero() {
+			until = time.Now().Add(d)
+		}
+		if !stall || time.Now().After(until) {
+			return nil, nil, false
+		}
+		refused++
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				part := kmsg.NewFetchResponseTopicPartition()
+				part.Partition, part.ErrorCode, part.HighWatermark = rp.Partition, kerr.NotLeaderForPartition.Code, -1
+				t.Partitions = append(t.Partitions, part)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused
+	}
+}
 
 // Brokers are the seed addresses.
 func (c *Cluster) Brokers() []string { return []string{"127.0.0.1:" + strconv.Itoa(c.port)} }
