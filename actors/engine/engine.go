@@ -65,8 +65,9 @@ type targetEntry struct {
 }
 
 type inventoryEntry struct {
-	pid  *actor.PID
-	spec InventorySpec
+	pid    *actor.PID
+	spec   InventorySpec
+	memory *inventory.Memory
 }
 
 // InventorySpec is what UpsertInventory needs.
@@ -309,12 +310,13 @@ func (e *Engine) UpsertInventory(spec InventorySpec) error {
 	delete(e.resting, spec.Key)
 	ent := e.inventories[spec.Key]
 	if ent == nil {
-		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, &inventory.Memory{}))
+		mem := &inventory.Memory{}
+		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, mem))
 		if err != nil {
 			e.mu.Unlock()
 			return err
 		}
-		ent = &inventoryEntry{pid: pid}
+		ent = &inventoryEntry{pid: pid, memory: mem}
 		e.inventories[spec.Key] = ent
 	}
 	ent.spec = spec
@@ -355,7 +357,9 @@ func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 // ClusterTargetKind is the TargetRef kind of cluster targets.
 const ClusterTargetKind = "KollectClusterTarget"
 
-// RemoveInventory stops an inventory and its sink actors.
+// RemoveInventory stops an inventory and its sink actors, and returns once
+// the exports they cancelled have returned (up to removeWait), so that a
+// cleanup that follows runs after their last write, not beside it.
 func (e *Engine) RemoveInventory(key string) {
 	e.mu.Lock()
 	ent := e.inventories[key]
@@ -363,10 +367,20 @@ func (e *Engine) RemoveInventory(key string) {
 	delete(e.resting, key)
 	stopped := e.stopped
 	e.mu.Unlock()
-	if ent != nil && !stopped {
-		_ = e.system.Root.StopFuture(ent.pid).Wait()
+	if ent == nil || stopped {
+		return
+	}
+	_ = e.system.Root.StopFuture(ent.pid).Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), removeWait)
+	defer cancel()
+	if err := ent.memory.Quiesce(ctx); err != nil {
+		e.log.Warn("an export of a removed inventory is still running", "inventory", key, "waited", removeWait.String(), "error", err)
 	}
 }
+
+// removeWait bounds how long removing an inventory waits for its cancelled
+// exports to return.
+const removeWait = time.Minute
 
 // relink sends every inventory its current target list.
 func (e *Engine) relink() {

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,13 +33,20 @@ type Config struct {
 	// consecutive failures open the circuit.
 	BackoffBase, BackoffMax time.Duration
 	OpenAfter               int
-	Timeout                 time.Duration
+	// Timeout bounds an export, plus TimeoutPerRow for each row of the
+	// larger of the snapshot and the one the sink holds, up to maxTimeout:
+	// a first export, or the deletion, of 20,000 objects takes longer than
+	// one of a few changes, and a fixed bound would cut it every time.
+	Timeout, TimeoutPerRow time.Duration
 	// MaxBytes is the binding's size ceiling (maxExportBytes; 0: none): a
 	// snapshot binding (Partitioned) splits a larger export into parts,
 	// and a row whose envelope alone is larger is set aside by any
 	// binding.
 	MaxBytes    int64
 	Partitioned bool
+	// Fence is shared by every incarnation of the binding (nil: one of
+	// its own): see Fence.
+	Fence *Fence
 }
 
 func (c *Config) defaults() {
@@ -54,6 +62,24 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 2 * time.Minute
 	}
+	if c.TimeoutPerRow <= 0 {
+		c.TimeoutPerRow = 10 * time.Millisecond
+	}
+	if c.Fence == nil {
+		c.Fence = NewFence()
+	}
+}
+
+// maxTimeout caps an export's timeout, however large its snapshot.
+const maxTimeout = time.Hour
+
+// timeout is the bound of an export from acked (nil: unknown) to snap.
+func (c *Config) timeout(snap, acked *rows.Snapshot) time.Duration {
+	n := len(snap.Rows)
+	if acked != nil {
+		n = max(n, len(acked.Rows))
+	}
+	return min(maxTimeout, c.Timeout+time.Duration(n)*c.TimeoutPerRow)
 }
 
 // Slot survives restarts of the actor: the newest snapshot and the last
@@ -107,11 +133,22 @@ type Result struct {
 }
 
 type done struct {
+	run  *run
 	snap *rows.Snapshot
 	ack  sinks.Ack
 	err  error
 	took time.Duration
 }
+
+// run is one export goroutine: finished closes when it has returned, and
+// only its own done is taken as the result of the export in flight (a
+// done of an export cancelled by a restart is not).
+type run struct{ finished chan struct{} }
+
+// stopWait bounds how long a stopping binding waits for its cancelled
+// export to return: its writes may still be landing until then.
+const stopWait = 10 * time.Second
+
 type retry struct{}
 type due struct{}
 type paced struct{}
@@ -140,7 +177,9 @@ type actorState struct {
 	metrics *actors.Metrics
 
 	inflight bool
-	breaker  Breaker
+	// run is the export in flight, if any.
+	run     *run
+	breaker Breaker
 	// circuit is the state last logged: each transition is logged once.
 	circuit Circuit
 	// cancelRetry and cancelDue cancel the pending retry (set while the
@@ -172,9 +211,9 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.maybeStart(ctx)
 	case *actor.Restarting:
 		a.metrics.Restarted("sink")
-		a.stopInflight()
+		a.stopInflight(ctx)
 	case *actor.Stopping:
-		a.stopInflight()
+		a.stopInflight(ctx)
 		a.metrics.ForgetBinding(a.cfg.Inventory, a.cfg.Key)
 		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
 	case *Offer:
@@ -205,13 +244,24 @@ func (a *actorState) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *actorState) stopInflight() {
+// stopInflight cancels the export in flight and waits for it to return
+// (up to stopWait), so that what follows a stop (the next incarnation's
+// export, the inventory's cleanup) never runs beside its late writes.
+func (a *actorState) stopInflight(ctx actor.Context) {
 	a.stopTimers()
 	if a.cancel != nil {
 		a.cancel()
 		a.cancel = nil
 	}
-	a.inflight = false
+	if r := a.run; r != nil {
+		select {
+		case <-r.finished:
+		case <-time.After(stopWait):
+			ctx.Logger().Warn("a cancelled export is still running: the binding stops without it",
+				"inventory", a.cfg.Inventory, "binding", a.cfg.Key, "waited", stopWait.String())
+		}
+	}
+	a.inflight, a.run = false, nil
 }
 
 func (a *actorState) stopTimers() {
@@ -283,7 +333,7 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 		a.cancelDue = nil
 	}
 	a.inflight = true
-	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
+	exportCtx, cancel := context.WithTimeout(context.Background(), a.cfg.timeout(snap, a.slot.Acked))
 	a.cancel = cancel
 	self, root, backend, cfg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Backend, a.cfg
 	prev := a.slot.Acked
@@ -293,19 +343,27 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	id := a.slot.exportID(snap)
 	links := a.links
 	a.links = nil
+	r := &run{finished: make(chan struct{})}
+	a.run = r
 	go func() {
+		defer close(r.finished)
 		defer cancel()
 		start := time.Now()
+		if err := cfg.Fence.Acquire(exportCtx); err != nil {
+			root.Send(self, &done{run: r, snap: snap, err: fmt.Errorf("wait for the previous export of this sink to return: %w", err), took: time.Since(start)})
+			return
+		}
 		ack, err := tracedExport(exportCtx, cfg, links, backend, prev, snap, id)
-		root.Send(self, &done{snap: snap, ack: ack, err: err, took: time.Since(start)})
+		cfg.Fence.Release()
+		root.Send(self, &done{run: r, snap: snap, ack: ack, err: err, took: time.Since(start)})
 	}()
 }
 
 func (a *actorState) finish(ctx actor.Context, d *done) {
-	if !a.inflight {
-		return // a result from before a restart
+	if !a.inflight || d.run != a.run {
+		return // a result of an export cancelled by a restart
 	}
-	a.inflight, a.cancel = false, nil
+	a.inflight, a.cancel, a.run = false, nil, nil
 	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
 	if d.err == nil {
 		// Only what the sink acknowledged is paced: a failure waits out

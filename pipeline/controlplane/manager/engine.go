@@ -100,7 +100,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
 	registry.AllowAmbient = o.AllowAmbientCredentials
-	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes,
+	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: c, Engine: eng, Status: writer, Metrics: cm,
 		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},

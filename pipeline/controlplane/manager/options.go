@@ -52,6 +52,8 @@ type Options struct {
 	InventoryAuthMode         string
 	InventoryAuthCacheTTL     time.Duration
 	MaxExportBytes            int64
+	ExportTimeout             time.Duration
+	ExportTimeoutPerRow       time.Duration
 	ConcurrentTarget          int
 	ConcurrentInventory       int
 	ConcurrentClusterTarget   int
@@ -122,6 +124,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Accepted for compatibility (kubernetes or disabled); no effect: this version has no inventory HTTP API.")
 	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
 
+	fs.DurationVar(&o.ExportTimeout, "export-timeout", 2*time.Minute, "How long one export may take, before --export-timeout-per-row adds to it; an export cut by it is retried (object stores resume where it stopped).")
+	fs.DurationVar(&o.ExportTimeoutPerRow, "export-timeout-per-row", 10*time.Millisecond, "What each row of the snapshot adds to --export-timeout (20,000 rows: 200 s more), so a large first export or deletion can finish; the sum is capped at one hour.")
 	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it is set aside (status rejectedKeys) and the rest exported.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
@@ -169,6 +173,9 @@ func (o *Options) Validate() error {
 	case "kubernetes", "disabled":
 	default:
 		errs = append(errs, fmt.Errorf("--inventory-auth-mode must be kubernetes or disabled, not %q", o.InventoryAuthMode))
+	}
+	if o.ExportTimeout <= 0 || o.ExportTimeoutPerRow < 0 {
+		errs = append(errs, fmt.Errorf("--export-timeout must be positive and --export-timeout-per-row not negative, not %s and %s", o.ExportTimeout, o.ExportTimeoutPerRow))
 	}
 	if o.MaxExportBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))

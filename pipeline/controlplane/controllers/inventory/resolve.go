@@ -22,6 +22,9 @@ type Resolver struct {
 	// MaxBytes is the operator's export ceiling (--max-export-bytes), for
 	// bindings whose reference and inventory set none.
 	MaxBytes int64
+	// Timeout and TimeoutPerRow bound each export (0: the sink actor's
+	// defaults): see sink.Config.
+	Timeout, TimeoutPerRow time.Duration
 }
 
 // Bindings describes what to resolve: the owner ("namespace/name", which
@@ -57,7 +60,7 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 				Backend:     r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
 				Interval:    max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval)),
 				MaxBytes:    ceiling(ref.MaxExportBytes, b.MaxBytes, r.MaxBytes),
-				Partitioned: fam.family == "snapshot"})
+				Partitioned: fam.family == "snapshot", Timeout: r.Timeout, TimeoutPerRow: r.TimeoutPerRow})
 		}
 	}
 	return out, "", nil
