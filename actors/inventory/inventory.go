@@ -82,8 +82,11 @@ type Report struct {
 	ItemCount int
 	Bindings  []BindingReport
 	// Waiting names the targets whose first full list the inventory still
-	// waits for before it exports (empty once it exports).
+	// waits for before it exports everything (empty once it does).
 	Waiting []string
+	// Holding says the bindings that can export the other targets' rows
+	// do, keeping what their sinks hold of the Waiting targets unchanged.
+	Holding bool
 	// Shards counts rows and targets per target namespace, when asked for.
 	Shards []Shard
 	// Stopped, when set, says the inventory's actor stopped on its own and
@@ -116,6 +119,9 @@ type binding struct {
 	pid    *actor.PID
 	slot   *sink.Slot
 	report BindingReport
+	// acked is the last snapshot the sink acknowledged, as results told
+	// the inventory (the slot is the sink actor's to read).
+	acked *rows.Snapshot
 }
 
 type actorState struct {
@@ -150,6 +156,9 @@ type actorState struct {
 	// and heldSince when an export that was due was first held for them.
 	inBurst   map[messages.TargetRef]bool
 	heldSince time.Time
+	// holding is set while bindings export the targets that listed and
+	// hold the rows of those that have not (exportHolding).
+	holding bool
 }
 
 // maxHold bounds how long an export that is due waits for a target's
@@ -265,7 +274,8 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 			if slot.Acked != nil { // after a restart: what the sink acknowledged still holds
 				rep.LastExport, rep.LastChecksum, rep.Exported = slot.AckedAt, slot.Acked.Checksum, len(slot.Acked.Rows)
 			}
-			a.bindings[k] = &binding{cfg: bc, slot: slot, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)), report: rep}
+			bc.Fence = a.memory.fence(k)
+			a.bindings[k] = &binding{cfg: bc, slot: slot, acked: slot.Acked, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)), report: rep}
 		}
 	}
 	a.dirty = a.dirty || genChanged
@@ -371,16 +381,19 @@ func (a *actorState) waiting() []string {
 }
 
 // export builds a snapshot when rows or the generation changed and offers
-// it to every binding. It exports nothing until every target has listed its
-// objects: an export of a partial view would delete rows from the sinks.
+// it to every binding. Until every target has listed its objects, an
+// export of the view would delete the rows of those that have not from the
+// sinks: exportHolding exports the others' rows instead, where it can.
 func (a *actorState) export(ctx actor.Context) {
 	if !a.dirty {
 		return
 	}
 	if !a.observed() {
-		a.sendReport() // stays dirty; the last list to arrive schedules the export
+		a.exportHolding(ctx) // stays dirty: the last list to arrive schedules the full export
+		a.sendReport()
 		return
 	}
+	a.holding = false
 	a.dirty = false
 	if len(a.bindings) == 0 {
 		a.sendReport() // nothing to export to: only the count matters
@@ -397,6 +410,90 @@ func (a *actorState) export(ctx actor.Context) {
 	a.sendReport()
 }
 
+// exportHolding exports the rows of the targets that listed while others
+// have not (one denied by a scope, a profile typo, a kind that is not
+// served), to each binding that acknowledged an export since the manager
+// started: what that sink holds of the targets that have not listed is in
+// the snapshot it acknowledged, so the snapshot offered carries those rows
+// unchanged, and the sink neither rewrites nor deletes them. A binding
+// with no acknowledged export since the start cannot know what its sink
+// holds of them, and waits.
+func (a *actorState) exportHolding(ctx actor.Context) {
+	held := a.heldTargets()
+	start := time.Now()
+	var base []*rows.Row
+	a.holding = false
+	for _, b := range a.bindings {
+		if b.acked == nil {
+			continue
+		}
+		if base == nil {
+			base = a.rows.list(a.cfg.DedupeByUID)
+		}
+		snap := rows.NewSnapshot(a.cfg.ID, holding(base, b.acked.Rows, held, a.cfg.DedupeByUID), start)
+		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
+		a.holding = true
+	}
+	if a.holding {
+		a.links = nil
+	}
+}
+
+// heldTargets lists the targets that have not listed: missing ones and
+// subscribed ones whose complete list has not come.
+func (a *actorState) heldTargets() []messages.TargetRef {
+	held := slices.Clone(a.cfg.Missing)
+	for ref := range a.targets {
+		if !a.listed[ref] {
+			held = append(held, ref)
+		}
+	}
+	return held
+}
+
+// heldBy reports whether r may be a row of one of held: a KollectTarget's
+// rows carry its namespace and name, a cluster target's its name (and the
+// object's namespace). A row two targets could have sent is held.
+func heldBy(r *rows.Row, held []messages.TargetRef) bool {
+	for _, t := range held {
+		if r.TargetName == t.Name && (t.Namespace == "" || r.TargetNamespace == t.Namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+// holding is the view's rows that no held target may have sent, with the
+// acknowledged rows that one may have, in canonical order (one row per
+// object under dedupe).
+func holding(view, acked []*rows.Row, held []messages.TargetRef, dedupe bool) []*rows.Row {
+	out := make([]*rows.Row, 0, len(view))
+	for _, r := range view {
+		if !heldBy(r, held) {
+			out = append(out, r)
+		}
+	}
+	for _, r := range acked {
+		if heldBy(r, held) {
+			out = append(out, r)
+		}
+	}
+	rows.Sort(out)
+	if !dedupe {
+		return out
+	}
+	type object struct{ namespace, uid string }
+	seen := make(map[object]bool, len(out))
+	kept := out[:0]
+	for _, r := range out {
+		if o := (object{r.Namespace, r.UID}); !seen[o] {
+			seen[o] = true
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
 func (a *actorState) result(r *sink.Result) {
 	b := a.bindings[r.Key]
 	if b == nil {
@@ -406,6 +503,7 @@ func (a *actorState) result(r *sink.Result) {
 	if r.Err != nil {
 		b.report.Err, b.report.Permanent = r.Err.Error(), r.Permanent
 	} else {
+		b.acked = r.Snapshot
 		b.report.Err, b.report.Permanent = "", false
 		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
 		b.report.Written, b.report.Bytes, b.report.Parts = r.Ack.Written, r.Ack.Bytes, r.Ack.Parts
@@ -422,6 +520,7 @@ func (a *actorState) sendReport() {
 		return
 	}
 	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len(), Waiting: a.waiting()}
+	rep.Holding = a.holding && len(rep.Waiting) > 0
 	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()

@@ -22,6 +22,14 @@ type rowSet struct {
 	// deleted in turn, some more than once.
 	left map[*rows.Row]bool
 	came []*rows.Row
+	// shared holds, for a key more than one target sends, every holder's
+	// row. A row's key is (targetNamespace, targetName, uid), the sinks'
+	// identity too, so a KollectTarget and a KollectClusterTarget of one
+	// name over one object send one key: the inventory exports the row of
+	// the first holder in TargetRef order (the same after any restart),
+	// and a holder that goes (suspended, deleted, its object no longer
+	// matching) leaves the key to the next instead of deleting it.
+	shared map[rows.Key]map[*messages.TargetRef]*rows.Row
 }
 
 type held struct {
@@ -30,7 +38,8 @@ type held struct {
 }
 
 func newRowSet() *rowSet {
-	return &rowSet{rows: index{by: map[origin]map[string]held{}}, refs: map[messages.TargetRef]*messages.TargetRef{}, left: map[*rows.Row]bool{}}
+	return &rowSet{rows: index{by: map[origin]map[string]held{}}, refs: map[messages.TargetRef]*messages.TargetRef{}, left: map[*rows.Row]bool{},
+		shared: map[rows.Key]map[*messages.TargetRef]*rows.Row{}}
 }
 
 // index holds rows by key: by the target part of the key (few), then by
@@ -124,32 +133,109 @@ func (s *rowSet) apply(m *messages.RowsChanged) bool {
 		for _, r := range m.Upserts {
 			incoming[r.Key()] = true
 		}
-		s.rows.each(func(k rows.Key, h held) {
-			if h.from == from && !incoming[k] {
-				s.rows.del(k)
-				s.record(h.row, nil)
-				changed = true
+		for _, k := range s.keysOf(from) {
+			if !incoming[k] {
+				changed = s.unset(k, from) || changed
 			}
-		})
+		}
 	}
 	for _, k := range m.Deletes {
-		if h, ok := s.rows.get(k); ok && h.from == from {
-			s.rows.del(k)
-			s.record(h.row, nil)
-			changed = true
-		}
+		changed = s.unset(k, from) || changed
 	}
 	for _, r := range m.Upserts {
-		k := r.Key()
-		old, ok := s.rows.get(k)
-		if ok && old.from == from && old.row.Equal(r) {
-			continue
-		}
-		s.rows.put(k, held{row: r, from: from}, size)
-		s.record(old.row, r)
-		changed = true
+		changed = s.set(r.Key(), from, r, size) || changed
 	}
 	return changed
+}
+
+// keysOf lists the keys from holds.
+func (s *rowSet) keysOf(from *messages.TargetRef) []rows.Key {
+	var out []rows.Key
+	s.rows.each(func(k rows.Key, h held) {
+		if h.from == from {
+			out = append(out, k)
+		}
+	})
+	for k, holders := range s.shared {
+		if cur, _ := s.rows.get(k); cur.from != from {
+			if _, ok := holders[from]; ok {
+				out = append(out, k) // held, not shown
+			}
+		}
+	}
+	return out
+}
+
+// set makes r from's row at k; it reports whether the row shown changed.
+func (s *rowSet) set(k rows.Key, from *messages.TargetRef, r *rows.Row, size func(origin) int) bool {
+	cur, ok := s.rows.get(k)
+	holders := s.shared[k]
+	switch {
+	case !ok:
+		s.rows.put(k, held{row: r, from: from}, size)
+		s.record(nil, r)
+		return true
+	case holders == nil && cur.from == from:
+		if cur.row.Equal(r) {
+			return false
+		}
+		s.rows.put(k, held{row: r, from: from}, size)
+		s.record(cur.row, r)
+		return true
+	case holders == nil:
+		holders = map[*messages.TargetRef]*rows.Row{cur.from: cur.row}
+		s.shared[k] = holders
+	}
+	holders[from] = r
+	return s.show(k, cur, holders)
+}
+
+// unset removes from's row at k; it reports whether the row shown
+// changed.
+func (s *rowSet) unset(k rows.Key, from *messages.TargetRef) bool {
+	cur, ok := s.rows.get(k)
+	if !ok {
+		return false
+	}
+	holders := s.shared[k]
+	if holders == nil {
+		if cur.from != from {
+			return false
+		}
+		s.rows.del(k)
+		s.record(cur.row, nil)
+		return true
+	}
+	if _, ok := holders[from]; !ok {
+		return false
+	}
+	delete(holders, from)
+	return s.show(k, cur, holders)
+}
+
+// show makes the first of holders in TargetRef order the row shown at k,
+// cur being the one shown so far; it reports whether that changed.
+func (s *rowSet) show(k rows.Key, cur held, holders map[*messages.TargetRef]*rows.Row) bool {
+	var first *messages.TargetRef
+	for ref := range holders {
+		if first == nil || ref.String() < first.String() {
+			first = ref
+		}
+	}
+	if len(holders) <= 1 {
+		delete(s.shared, k)
+	}
+	if first == nil {
+		s.rows.del(k)
+		s.record(cur.row, nil)
+		return true
+	}
+	if first == cur.from && holders[first].Equal(cur.row) {
+		return false
+	}
+	s.rows.put(k, held{row: holders[first], from: first}, nil)
+	s.record(cur.row, holders[first])
+	return true
 }
 
 // record notes that old left (when set) and r came (when set) since the
@@ -183,13 +269,9 @@ func (s *rowSet) drop(t messages.TargetRef) bool {
 	}
 	delete(s.refs, t)
 	dropped := false
-	s.rows.each(func(k rows.Key, h held) {
-		if h.from == from {
-			s.rows.del(k)
-			s.record(h.row, nil)
-			dropped = true
-		}
-	})
+	for _, k := range s.keysOf(from) {
+		dropped = s.unset(k, from) || dropped
+	}
 	return dropped
 }
 

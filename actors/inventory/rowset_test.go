@@ -75,6 +75,22 @@ func TestRowSet(t *testing.T) {
 			{msg: &messages.RowsChanged{Target: ta, Replace: true}, changed: false},
 			{drop: &ta, changed: false},
 		}, false, "a:x=2"},
+		{"a target that goes leaves a shared key to the other holder", []step{
+			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: cluster, Upserts: []*rows.Row{row(ta, "x", "2")}}, changed: true},
+			{drop: &cluster, changed: true},
+		}, false, "a:x=1"},
+		{"the row shown at a shared key does not depend on arrival order", []step{
+			{msg: &messages.RowsChanged{Target: cluster, Upserts: []*rows.Row{row(ta, "x", "2")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: false},
+			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "3")}}, changed: false},
+		}, false, "a:x=2"},
+		{"a shared key goes with its last holder", []step{
+			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: cluster, Upserts: []*rows.Row{row(ta, "x", "2")}}, changed: true},
+			{msg: &messages.RowsChanged{Target: cluster, Deletes: []rows.Key{row(ta, "x", "").Key()}}, changed: true},
+			{msg: &messages.RowsChanged{Target: ta, Replace: true}, changed: true},
+		}, false, ""},
 		{"a target that goes away takes its rows", []step{
 			{msg: &messages.RowsChanged{Target: ta, Upserts: []*rows.Row{row(ta, "x", "1")}}, changed: true},
 			{msg: &messages.RowsChanged{Target: tb, Upserts: []*rows.Row{row(tb, "z", "1")}}, changed: true},

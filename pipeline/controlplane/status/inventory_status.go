@@ -29,8 +29,9 @@ const (
 	ReasonNoSinks         = "NoSinksConfigured"
 	ReasonExportSucceeded = "ExportSucceeded"
 	// ReasonWaitingForTargets: some target has not listed its objects yet
-	// (the manager just started, or a target cannot start); nothing is
-	// exported until it has.
+	// (the manager just started, or a target cannot start). The sinks that
+	// acknowledged an export since the start get the other targets' rows,
+	// with what they hold of the waiting ones unchanged; the rest wait.
 	ReasonWaitingForTargets = "WaitingForTargets"
 	// ReasonActorStopped: the inventory's actor failed too often and was
 	// stopped by its supervisor.
@@ -203,6 +204,10 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	lastMsg := strings.Join(failures, "; ")
 	if len(rep.Waiting) > 0 && total > 0 {
 		msg := fmt.Sprintf("waiting for %d target(s) to list their objects before exporting: %s", len(rep.Waiting), strings.Join(rep.Waiting, ", "))
+		if rep.Holding {
+			msg = fmt.Sprintf("holding the rows of %d target(s) that have not listed their objects: %s; the other targets' rows are exported, and what the sinks hold of these stays as it is until they list (a sink with no export since the manager started waits)",
+				len(rep.Waiting), strings.Join(rep.Waiting, ", "))
+		}
 		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
 		setCondition(&s.Conditions, TypeReady, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
 		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
