@@ -32,6 +32,11 @@ type built struct {
 	fingerprint string
 	backend     sinks.Backend
 	dir         string // its state (a Git mirror) under StateDir, or ""
+	// lastGood is the last backend that could be built, kept while a
+	// failing one stands in for it (its sink or Secret gone or broken):
+	// the cleanup of an inventory deleted with its namespace, whose sink
+	// and Secret go at the same time, still clears its rows with it.
+	lastGood sinks.Backend
 }
 
 func (c *Cache) lookup(owner, fingerprint string) sinks.Backend {
@@ -49,13 +54,59 @@ func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) si
 	if c.built == nil {
 		c.built = map[string]built{}
 	}
+	entry := built{fingerprint: fingerprint, backend: b, dir: dir}
 	if old, ok := c.built[owner]; ok {
-		closeBackend(old.backend)
+		_, bad := b.(failing)
+		_, oldBad := old.backend.(failing)
+		switch {
+		case bad && !oldBad:
+			entry.lastGood = old.backend // kept, not closed
+		case bad:
+			entry.lastGood = old.lastGood
+		default:
+			closeBackend(old.backend)
+			if old.lastGood != nil {
+				closeBackend(old.lastGood)
+			}
+		}
+		if entry.dir == "" {
+			entry.dir = old.dir
+		}
 	}
 	// A rebuilt backend (new credentials, a new sink generation) keeps
 	// the state directory; only a forgotten owner loses it.
-	c.built[owner] = built{fingerprint: fingerprint, backend: b, dir: dir}
+	c.built[owner] = entry
 	return b
+}
+
+// ForCleanup returns the backend that clears owner's rows from sink (nil:
+// the sink object is gone): the one built from the sink and its
+// credentials when they can be read, else the last one built for owner
+// that worked, which still holds the credentials it was built with. nil
+// when neither exists (the sink is gone and nothing was built since the
+// manager started).
+func (c *Cache) ForCleanup(ctx context.Context, cl client.Reader, owner string, sink client.Object) sinks.Backend {
+	var b sinks.Backend
+	if sink != nil {
+		if b = c.Backend(ctx, cl, owner, sink); !isFailing(b) {
+			return b
+		}
+	}
+	c.mu.Lock()
+	e, ok := c.built[owner]
+	c.mu.Unlock()
+	switch {
+	case ok && !isFailing(e.backend):
+		return e.backend
+	case ok && e.lastGood != nil:
+		return e.lastGood
+	}
+	return b
+}
+
+func isFailing(b sinks.Backend) bool {
+	_, bad := b.(failing)
+	return bad
 }
 
 // Forget drops (and closes) the backends of an owner ("namespace/name")
@@ -67,6 +118,9 @@ func (c *Cache) Forget(owner string) {
 	for key, b := range c.built {
 		if strings.HasPrefix(key, owner+"|") {
 			closeBackend(b.backend)
+			if b.lastGood != nil {
+				closeBackend(b.lastGood)
+			}
 			if b.dir != "" {
 				_ = os.RemoveAll(b.dir)
 			}

@@ -44,8 +44,10 @@ func (e *CleanupError) Reason() string {
 // Cleanup clears what an inventory being deleted wrote (SEMANTICS §9 with
 // the stance of Q13): every bound sink receives an empty snapshot, so
 // databases delete the inventory's rows, event streams get a tombstone per
-// row and Git loses the files the sink wrote. A sink that no longer exists
-// has nothing to clean (Q23). The engine must have stopped the inventory's
+// row and Git loses the files the sink wrote. A sink object that no longer
+// exists is cleared with the backend last built for it, when there is one
+// (a namespace deleted at once takes sinks and Secrets with its
+// inventories); with none it has nothing to clean (Q23). The engine must have stopped the inventory's
 // actors first, so no export races this one.
 func (r *Resolver) Cleanup(ctx context.Context, b Bindings, id rows.Identity) error {
 	empty := rows.NewSnapshot(id, nil, time.Now())
@@ -55,16 +57,21 @@ func (r *Resolver) Cleanup(ctx context.Context, b Bindings, id rows.Identity) er
 		for _, ref := range fam.refs {
 			obj := fam.obj()
 			ns := b.SinkNamespace(ref)
+			key := fam.family + "/" + ref.Name
 			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
-				if apierrors.IsNotFound(err) {
-					log.FromContext(ctx).Info("sink is gone; nothing to clean", "sink", ns+"/"+ref.Name, "family", fam.family)
+				if !apierrors.IsNotFound(err) {
+					failures, terminal = append(failures, fmt.Sprintf("%s/%s: %v", fam.family, ref.Name, err)), false
 					continue
 				}
-				failures, terminal = append(failures, fmt.Sprintf("%s/%s: %v", fam.family, ref.Name, err)), false
+				obj = nil
+			}
+			// A sink or Secret deleted with the inventory (its namespace
+			// going) is cleared with the backend built before they went.
+			backend := r.Backends.ForCleanup(ctx, r.Client, b.Owner+"|"+key, obj)
+			if backend == nil {
+				log.FromContext(ctx).Info("sink is gone and was not used since the manager started; nothing to clean", "sink", ns+"/"+ref.Name, "family", fam.family)
 				continue
 			}
-			key := fam.family + "/" + ref.Name
-			backend := r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj)
 			ectx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 			_, err := backend.Export(ectx, rows.Diff(nil, empty))
 			cancel()

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -102,6 +104,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return nil // it never exported; its identity's rows are the cluster inventories'
 		}
 		err := r.Resolver.Cleanup(ctx, r.bindings(&inv), identity(&inv))
+		var ce *CleanupError
+		if errors.As(err, &ce) && ce.Terminal && r.namespaceGoing(ctx, inv.Namespace) {
+			// Retrying cannot help, and holding the finalizer would hold
+			// the namespace's deletion for good.
+			log.FromContext(ctx).Error(err, "the inventory's namespace is being deleted and its cleanup cannot succeed: its rows stay in those sinks", "inventory", req.String())
+			return nil
+		}
 		return r.cleanupStatus(ctx, req.NamespacedName, inv.Generation, err)
 	}
 	if done, err := controllers.Begin(ctx, r.Client, req.NamespacedName, &inv, Finalizer, func() { r.release(req.NamespacedName) }, cleanup); done {
@@ -165,6 +174,16 @@ func (r *Reconciler) cleanupStatus(ctx context.Context, key types.NamespacedName
 		return errors.Join(err, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: key}, status.Verdict{Generation: gen, Reason: ce.Reason(), Message: ce.Msg}))
 	}
 	return err
+}
+
+// namespaceGoing reports whether namespace is being deleted (false when
+// that cannot be read).
+func (r *Reconciler) namespaceGoing(ctx context.Context, namespace string) bool {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		return false
+	}
+	return !ns.DeletionTimestamp.IsZero()
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {
