@@ -48,6 +48,11 @@ allowedNamespaces: [team-a]
 sinkRefs: [team-git]
 minExportInterval: 1m
 `},
+		{"s3 sink in per-row layout (content defaults to item)", "KollectSnapshotSink", `
+type: s3
+endpoint: s3://inventory/fleet
+layout: {mode: perResource}
+`},
 		{"postgres sink", "KollectDatabaseSink", `
 type: postgres
 postgres: {databaseRef: {name: dsn}, table: inventory_items}
@@ -144,7 +149,7 @@ git: {branch: main}
 		{"s3 sink with a git-only layout field", "KollectSnapshotSink", `
 type: s3
 layout: {mode: perResource, content: manifest}
-`, []string{"spec.layout", "content, index and filename are for git and gitlab"}},
+`, []string{"spec.layout", "index and filename are for git and gitlab"}},
 		{"git sink with yaml on an object store format", "KollectSnapshotSink", `
 type: s3
 serialization: {format: yaml}
