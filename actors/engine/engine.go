@@ -357,10 +357,18 @@ func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
 // ClusterTargetKind is the TargetRef kind of cluster targets.
 const ClusterTargetKind = "KollectClusterTarget"
 
-// RemoveInventory stops an inventory and its sink actors, and returns once
-// the exports they cancelled have returned (up to removeWait), so that a
+// RemoveInventory stops an inventory and its sink actors; the exports they
+// cancel may still be returning (DrainInventory waits for them).
+func (e *Engine) RemoveInventory(key string) { e.removeInventory(context.Background(), key, false) }
+
+// DrainInventory is RemoveInventory that returns once the exports it
+// cancelled have returned (or ctx ends, or removeWait passes), so that a
 // cleanup that follows runs after their last write, not beside it.
-func (e *Engine) RemoveInventory(key string) {
+func (e *Engine) DrainInventory(ctx context.Context, key string) {
+	e.removeInventory(ctx, key, true)
+}
+
+func (e *Engine) removeInventory(ctx context.Context, key string, drain bool) {
 	e.mu.Lock()
 	ent := e.inventories[key]
 	delete(e.inventories, key)
@@ -371,10 +379,13 @@ func (e *Engine) RemoveInventory(key string) {
 		return
 	}
 	_ = e.system.Root.StopFuture(ent.pid).Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), removeWait)
+	if !drain {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, removeWait)
 	defer cancel()
 	if err := ent.memory.Quiesce(ctx); err != nil {
-		e.log.Warn("an export of a removed inventory is still running", "inventory", key, "waited", removeWait.String(), "error", err)
+		e.log.Warn("an export of a removed inventory is still running", "inventory", key, "error", err)
 	}
 }
 

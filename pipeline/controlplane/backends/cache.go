@@ -139,6 +139,11 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		return c.failing(owner, err.Error())
 	}
 	creds, err := c.Registry.credentials(ctx, cl, sink)
+	if err != nil && ctx.Err() != nil {
+		// The caller's context ended, not the sink's credentials: nothing
+		// is kept, so the backend built before stands.
+		return failing{err: err}
+	}
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
@@ -152,6 +157,9 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
 	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient})
+	if err != nil && ctx.Err() != nil {
+		return failing{err: err}
+	}
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}

@@ -93,7 +93,7 @@ func statusKey(name string) status.Key {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var ci kollectv1alpha1.KollectClusterInventory
 	cleanup := func(ctx context.Context) error {
-		r.Engine.RemoveInventory(engineKey(req.Name))
+		r.Engine.DrainInventory(ctx, engineKey(req.Name))
 		err := r.Resolver.Cleanup(ctx, bindings(&ci), identity(&ci))
 		var ce *inventory.CleanupError
 		if errors.As(err, &ce) {
@@ -106,6 +106,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	verdict := status.Verdict{Generation: ci.Generation}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
+		if err := ctx.Err(); err != nil {
+			// A reconcile whose context ended (the manager stopping) saw a
+			// lookup fail for that reason: it changes nothing.
+			return reconcile.Result{}, err
+		}
 		r.Engine.RemoveInventory(engineKey(req.Name))
 		verdict.Reason, verdict.Message = reason, msg
 		if err := r.Status.Write(ctx, statusKey(req.Name), verdict); err != nil {

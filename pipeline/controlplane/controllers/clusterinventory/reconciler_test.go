@@ -36,7 +36,8 @@ func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
 	e.calls = append(e.calls, "upsert "+strings.Join(parts, ","))
 	return nil
 }
-func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
+func (e *fakeEngine) RemoveInventory(string)                 { e.calls = append(e.calls, "remove") }
+func (e *fakeEngine) DrainInventory(context.Context, string) { e.calls = append(e.calls, "remove") }
 
 // The failure paths of a cluster inventory: what the engine is asked to do
 // and the status written.

@@ -41,6 +41,8 @@ const (
 type Engine interface {
 	UpsertInventory(spec engine.InventorySpec) error
 	RemoveInventory(key string)
+	// DrainInventory also waits for the exports the removal cancelled.
+	DrainInventory(ctx context.Context, key string)
 }
 
 // StatusWriter writes verdicts merged with the engine's reports, and
@@ -99,7 +101,7 @@ func identity(inv *kollectv1alpha1.KollectInventory) rows.Identity {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var inv kollectv1alpha1.KollectInventory
 	cleanup := func(ctx context.Context) error {
-		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
+		r.Engine.DrainInventory(ctx, engineKey(req.NamespacedName))
 		if compile.CheckInventoryNamespace(inv.Namespace) != nil {
 			return nil // it never exported; its identity's rows are the cluster inventories'
 		}
@@ -118,6 +120,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	verdict := status.Verdict{Generation: inv.Generation}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
+		if err := ctx.Err(); err != nil {
+			// A reconcile whose context ended (the manager stopping) saw a
+			// lookup fail for that reason: it changes nothing.
+			return reconcile.Result{}, err
+		}
 		r.Engine.RemoveInventory(engineKey(req.NamespacedName))
 		verdict.Reason, verdict.Message = reason, msg
 		return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Inventory, NamespacedName: req.NamespacedName}, verdict)

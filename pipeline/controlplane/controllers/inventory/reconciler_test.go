@@ -33,7 +33,8 @@ func (e *fakeEngine) UpsertInventory(s engine.InventorySpec) error {
 	e.calls = append(e.calls, "upsert "+strings.Join(names, ","))
 	return nil
 }
-func (e *fakeEngine) RemoveInventory(string) { e.calls = append(e.calls, "remove") }
+func (e *fakeEngine) RemoveInventory(string)                 { e.calls = append(e.calls, "remove") }
+func (e *fakeEngine) DrainInventory(context.Context, string) { e.calls = append(e.calls, "remove") }
 
 func TestReconcilerFailurePaths(t *testing.T) {
 	scheme := controllertest.Scheme()

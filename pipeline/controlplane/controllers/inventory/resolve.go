@@ -63,6 +63,10 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 				Partitioned: fam.family == "snapshot", Timeout: r.Timeout, TimeoutPerRow: r.TimeoutPerRow})
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// A backend built meanwhile fails for that reason, not its sink's.
+		return nil, "", err
+	}
 	return out, "", nil
 }
 
