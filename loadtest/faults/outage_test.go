@@ -165,6 +165,7 @@ func TestSinkOutageLosesNothing(t *testing.T) {
 	r.pg.Stop()
 	r.nats.Stop()
 	r.kafka.Stop()
+	r.s3.Stop()
 	down := time.Now()
 	time.Sleep(8 * time.Second)
 	if err := os.Rename(away, r.bare); err != nil {
@@ -177,6 +178,9 @@ func TestSinkOutageLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := r.kafka.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.s3.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("sinks down for %s", time.Since(down).Round(time.Millisecond))

@@ -23,6 +23,7 @@ import (
 	"kollect.dev/kollect/pipeline/tools/manifests"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
@@ -88,15 +89,19 @@ type rig struct {
 	db    *pgx.Conn
 	nats  *natstest.Server
 	kafka *kafkatest.Cluster
+	s3    *s3test.Server
 	op    *testenv.Process
 	args  []string
 }
 
 func newRig(t *testing.T, ns string, args ...string) *rig {
 	t.Helper()
-	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t),
+	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t), s3: s3test.Start(t),
 		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info"}, args...)}
 	r.bare = filepath.Join(r.dir, "inventory.git")
+	if err := r.s3.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", r.bare).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
@@ -178,6 +183,23 @@ spec:
   endpoint: 'file://{{BARE}}'
   layout: {mode: perResource, content: attributes}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: s3-keys, namespace: {{NS}}}
+stringData: {accessKeyID: '{{S3KEY}}', secretAccessKey: '{{S3SECRET}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: bucket
+  namespace: {{NS}}
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: s3
+  endpoint: '{{S3}}/` + bucket + `'
+  secretRef: {name: s3-keys}
+  layout: {mode: perResource}
+---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectDatabaseSink
 metadata: {name: pg, namespace: {{NS}}}
@@ -203,7 +225,7 @@ apiVersion: kollect.dev/v1alpha1
 kind: KollectInventory
 metadata: {name: inventory, namespace: {{NS}}}
 spec:
-  snapshotSinkRefs: [git]
+  snapshotSinkRefs: [git, bucket]
   databaseSinkRefs: [pg]
   eventSinkRefs: [bus, log]
 `
@@ -216,7 +238,8 @@ func (r *rig) apply() {
 		r.t.Fatal(err)
 	}
 	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.bare, "{{NATS}}", r.nats.URL(),
-		"{{KAFKA}}", r.kafka.Brokers()[0]).Replace(pipeline)
+		"{{KAFKA}}", r.kafka.Brokers()[0],
+		"{{S3}}", r.s3.URL, "{{S3KEY}}", s3test.AccessKey, "{{S3SECRET}}", s3test.SecretKey).Replace(pipeline)
 	objs, err := manifests.Decode(strings.NewReader(text))
 	if err != nil {
 		r.t.Fatal(err)
@@ -276,6 +299,9 @@ func (r *rig) inventoryStatus() (map[string]any, error) {
 	return st, nil
 }
 
+// bindings is how many sinks the pipeline's inventory exports to.
+const bindings = 5
+
 // exportedSince reports whether every binding acknowledged an export at or
 // after t (status reports acknowledgements only).
 func (r *rig) exportedSince(t time.Time) error {
@@ -284,8 +310,8 @@ func (r *rig) exportedSince(t time.Time) error {
 		return err
 	}
 	exports, _ := st["sinkExports"].([]any)
-	if len(exports) != 4 {
-		return fmt.Errorf("%d sinkExports, want 4", len(exports))
+	if len(exports) != bindings {
+		return fmt.Errorf("%d sinkExports, want %d", len(exports), bindings)
 	}
 	for _, e := range exports {
 		m, _ := e.(map[string]any)

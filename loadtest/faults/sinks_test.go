@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"sigs.k8s.io/yaml"
 
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
@@ -234,6 +236,7 @@ type history struct {
 	pg, git        state
 	nats, kafka    []message
 	natsSt, kafkSt state
+	s3             state
 }
 
 func (r *rig) read(ctx context.Context) (*history, error) {
@@ -254,6 +257,9 @@ func (r *rig) read(ctx context.Context) (*history, error) {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	h.natsSt, h.kafkSt = fold(h.nats), fold(h.kafka)
+	if h.s3, err = r.s3State(ctx); err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
+	}
 	return h, nil
 }
 
@@ -262,10 +268,52 @@ func (h *history) converged(want state) error {
 	for _, s := range []struct {
 		name string
 		got  state
-	}{{"git", h.git}, {"postgres", h.pg}, {"nats", h.natsSt}, {"kafka", h.kafkSt}} {
+	}{{"git", h.git}, {"postgres", h.pg}, {"nats", h.natsSt}, {"kafka", h.kafkSt}, {"s3", h.s3}} {
 		if d := want.diff(s.got); d != "" {
 			return fmt.Errorf("%s: %s", s.name, d)
 		}
 	}
 	return nil
+}
+
+// bucket is the S3 sink's bucket.
+const bucket = "faults"
+
+// s3State reads name → version from every row object in the bucket under
+// the inventory's prefix, whatever its manifest says, as a reader of the
+// prefix would: an object left by a row that went is an extra row, two
+// objects of one object an error.
+func (r *rig) s3State(ctx context.Context) (state, error) {
+	cl := r.s3.Client()
+	got := state{}
+	pages := s3.NewListObjectsV2Paginator(cl, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("inventory/" + r.ns + "/")})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			if err != nil {
+				return nil, err
+			}
+			body, err := io.ReadAll(out.Body)
+			out.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			var row struct {
+				Name       string
+				Attributes struct{ Version string }
+			}
+			if err := json.Unmarshal(body, &row); err != nil {
+				return nil, fmt.Errorf("%s: %w", aws.ToString(o.Key), err)
+			}
+			if _, dup := got[row.Name]; dup {
+				return nil, fmt.Errorf("two objects for %s", row.Name)
+			}
+			got[row.Name] = row.Attributes.Version
+		}
+	}
+	return got, nil
 }
