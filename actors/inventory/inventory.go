@@ -478,20 +478,11 @@ func holding(view, acked []*rows.Row, held []messages.TargetRef, dedupe bool) []
 			out = append(out, r)
 		}
 	}
+	if dedupe {
+		return firstPerObject(out)
+	}
 	rows.Sort(out)
-	if !dedupe {
-		return out
-	}
-	type object struct{ namespace, uid string }
-	seen := make(map[object]bool, len(out))
-	kept := out[:0]
-	for _, r := range out {
-		if o := (object{r.Namespace, r.UID}); !seen[o] {
-			seen[o] = true
-			kept = append(kept, r)
-		}
-	}
-	return kept
+	return out
 }
 
 func (a *actorState) result(r *sink.Result) {

@@ -347,15 +347,22 @@ func (s *rowSet) forget(sorted []*rows.Row) {
 }
 
 func (s *rowSet) deduped() []*rows.Row {
+	all := make([]*rows.Row, 0, s.rows.len())
+	s.rows.each(func(_ rows.Key, h held) { all = append(all, h.row) })
+	return firstPerObject(all)
+}
+
+// firstPerObject keeps one row per object (namespace, uid), the first in
+// canonical order, and returns them in canonical order.
+func firstPerObject(rs []*rows.Row) []*rows.Row {
 	type obj struct{ ns, uid string }
-	best := map[obj]*rows.Row{}
-	s.rows.each(func(_ rows.Key, h held) {
-		r := h.row
+	best := make(map[obj]*rows.Row, len(rs))
+	for _, r := range rs {
 		k := obj{r.Namespace, r.UID}
 		if b, ok := best[k]; !ok || rows.Compare(r, b) < 0 {
 			best[k] = r
 		}
-	})
+	}
 	out := make([]*rows.Row, 0, len(best))
 	for _, r := range best {
 		out = append(out, r)

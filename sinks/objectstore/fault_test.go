@@ -2,7 +2,6 @@ package objectstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"strings"
@@ -79,28 +78,18 @@ func (f *faultBucket) held(t *testing.T) map[string]int {
 			}
 			body, enc, _ := get(t, key)
 			for _, r := range decode(t, key, enc, body) {
-				out[canon(t, r)]++
+				out[sinktest.Canonical(t, r)]++
 			}
 		}
 	}
 	return out
 }
 
-func canon(t *testing.T, s string) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("row is not JSON: %v", err)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 func (f *faultBucket) expect(t *testing.T, rs []*rows.Row, when string) {
 	t.Helper()
 	want := map[string]int{}
 	for _, r := range rs {
-		want[canon(t, string(r.JSON()))]++
+		want[sinktest.Canonical(t, string(r.JSON()))]++
 	}
 	if got := f.held(t); !maps.Equal(got, want) {
 		t.Fatalf("%s: the bucket holds %d distinct rows, want exactly the %d of the snapshot", when, len(got), len(rs))

@@ -131,11 +131,11 @@ func expectState(t *testing.T, h Harness, id rows.Identity, cluster string, rs [
 	t.Helper()
 	want := map[string]int{}
 	for _, r := range rs {
-		want[canonical(t, string(r.JSON()))]++
+		want[Canonical(t, string(r.JSON()))]++
 	}
 	got := map[string]int{}
 	for _, s := range h.State(t, id, cluster) {
-		got[canonical(t, s)]++
+		got[Canonical(t, s)]++
 	}
 	if !maps.Equal(got, want) {
 		missing, extra := 0, 0
@@ -154,7 +154,9 @@ func expectState(t *testing.T, h Harness, id rows.Identity, cluster string, rs [
 	}
 }
 
-func canonical(t *testing.T, s string) string {
+// Canonical re-encodes a row's JSON with sorted keys, so two encodings of
+// one row compare equal.
+func Canonical(t *testing.T, s string) string {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
