@@ -86,6 +86,12 @@ func (w whole) WantsParts(snap *rows.Snapshot) bool {
 	return true
 }
 
+// Claims returns the wrapped backend's writer records, or nil.
+func (w whole) Claims() Claims {
+	c, _ := w.s.(Claims)
+	return c
+}
+
 func (w whole) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
 	if p, ok := w.s.(Parted); ok && len(d.Parts) > 1 {
 		ack, err := p.ExportParts(ctx, d.Next, d.Parts)

@@ -92,6 +92,8 @@ type rig struct {
 	s3    *s3test.Server
 	op    *testenv.Process
 	args  []string
+	// client, when set, is where write and put go (another cluster).
+	client client.Client
 }
 
 func newRig(t *testing.T, ns string, args ...string) *rig {
@@ -233,8 +235,15 @@ spec:
 // apply creates the namespace and the pipeline.
 func (r *rig) apply() {
 	r.t.Helper()
+	r.applyTo(env.Client)
+}
+
+// applyTo creates the namespace and the pipeline through c (another
+// cluster's API server: the same pipeline on the same sinks).
+func (r *rig) applyTo(c client.Client) {
+	r.t.Helper()
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); client.IgnoreAlreadyExists(err) != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); client.IgnoreAlreadyExists(err) != nil {
 		r.t.Fatal(err)
 	}
 	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.bare, "{{NATS}}", r.nats.URL(),
@@ -244,7 +253,7 @@ func (r *rig) apply() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := manifests.Apply(ctx, env.Client, "faults", objs); err != nil {
+	if err := manifests.Apply(ctx, c, "faults", objs); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -276,16 +285,25 @@ func (r *rig) write(ctx context.Context, from, to int, version string) error {
 func (r *rig) put(ctx context.Context, n, version string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: n, Labels: map[string]string{"app": "faults"}},
 		Data: map[string]string{"version": version}}
-	err := env.Client.Create(ctx, cm)
+	err := r.cluster().Create(ctx, cm)
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		return err
 	}
 	var cur corev1.ConfigMap
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &cur); err != nil {
+	if err := r.cluster().Get(ctx, client.ObjectKeyFromObject(cm), &cur); err != nil {
 		return err
 	}
 	cur.Data = cm.Data
-	return env.Client.Update(ctx, &cur)
+	return r.cluster().Update(ctx, &cur)
+}
+
+// cluster is the API server the rig writes ConfigMaps to: the shared one
+// unless a scenario points it at another cluster.
+func (r *rig) cluster() client.Client {
+	if r.client != nil {
+		return r.client
+	}
+	return env.Client
 }
 
 // inventoryStatus reads the inventory's status.

@@ -56,6 +56,9 @@ type Sink struct {
 
 	mu       sync.Mutex
 	prepared bool
+	// writersReady is 1 once the writer table exists, -1 when the
+	// credentials may not create it, 0 before the first try.
+	writersReady int
 }
 
 var _ sinks.Backend = (*Sink)(nil)

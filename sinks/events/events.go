@@ -26,6 +26,10 @@ const (
 	HeaderChangeID  = "kollect-change-id"
 	HeaderKey       = "kollect-key"
 	HeaderRowSum    = "kollect-row-sum"
+	// HeaderWriter names the operator that published the message (its
+	// writer id, sinks.Claims): recovery refuses a scope whose live rows
+	// another operator published.
+	HeaderWriter = "kollect-writer"
 )
 
 // Change is one message to publish.
@@ -37,10 +41,12 @@ type Change struct {
 	Sum  string    // the new row's content sum (Upsert)
 }
 
-// Scope is what a backend writes for: the inventory and the sink's cluster.
+// Scope is what a backend writes for: the inventory and the sink's
+// cluster; Writer is the operator that publishes (empty: not recorded).
 type Scope struct {
 	Cluster   string
 	Inventory rows.Identity
+	Writer    string
 }
 
 func (s Scope) inventory() string { return s.Inventory.Namespace + "/" + s.Inventory.Name }
@@ -71,12 +77,37 @@ func ChangeID(export, key, typ, prevSum, nextSum string) string {
 // State is what a stream holds for one scope: key → sum of the live row.
 type State map[string]string
 
+// Recovered is a scope's state read back from a stream, and the writer of
+// its last message ("" when it carried none: an earlier version's).
+type Recovered struct {
+	State  State
+	Writer string
+}
+
 // Fold applies one message read back from the stream; messages of other
 // scopes are ignored.
-func (st State) Fold(s Scope, header func(string) string) {
+func (r *Recovered) Fold(s Scope, header func(string) string) {
+	if r.State == nil {
+		r.State = State{}
+	}
 	if header(HeaderCluster) != s.Cluster || header(HeaderInventory) != s.inventory() {
 		return
 	}
+	r.Writer = header(HeaderWriter)
+	r.State.fold(header)
+}
+
+// Check refuses a full export over live rows another operator published
+// last: the writer the stream names is neither s.Writer nor adopt. A
+// scope without live rows belongs to no one.
+func (r *Recovered) Check(s Scope, adopt string) error {
+	if s.Writer == "" || r.Writer == "" || r.Writer == s.Writer || r.Writer == adopt || len(r.State) == 0 {
+		return nil
+	}
+	return &sinks.ForeignWriter{Inventory: s.inventory(), Holder: r.Writer, Self: s.Writer}
+}
+
+func (st State) fold(header func(string) string) {
 	key := header(HeaderKey)
 	switch header(HeaderChange) {
 	case Upsert:
@@ -139,6 +170,9 @@ func (s Scope) Headers(c Change) [][2]string {
 		{HeaderChange, c.Type}, {HeaderChangeID, c.ID}, {HeaderKey, c.Key}}
 	if c.Type == Upsert {
 		h = append(h, [2]string{HeaderRowSum, c.Sum})
+	}
+	if s.Writer != "" {
+		h = append(h, [2]string{HeaderWriter, s.Writer})
 	}
 	return h
 }

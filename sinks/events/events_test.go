@@ -2,11 +2,13 @@ package events_test
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 )
 
@@ -108,15 +110,60 @@ func TestBodyAndHeaders(t *testing.T) {
 	if h[events.HeaderInventory] != "default/inv" || h[events.HeaderCluster] != "c<1>" || h[events.HeaderRowSum] != c.Sum || h[events.HeaderChangeID] != c.ID {
 		t.Fatalf("headers %v", h)
 	}
-	st := events.State{}
+	var st events.Recovered
 	st.Fold(scope, func(k string) string { return h[k] })
-	if st[c.Key] != c.Sum {
-		t.Fatalf("folding the message back gives %v", st)
+	if st.State[c.Key] != c.Sum {
+		t.Fatalf("folding the message back gives %v", st.State)
 	}
 	other := events.Scope{Cluster: "west", Inventory: scope.Inventory}
-	st2 := events.State{}
+	var st2 events.Recovered
 	st2.Fold(other, func(k string) string { return h[k] })
-	if len(st2) != 0 {
+	if len(st2.State) != 0 {
 		t.Fatal("another cluster's message was folded")
+	}
+}
+
+// TestRecoveryNamesTheWriter: messages carry their publisher, and a full
+// export over live rows another operator published last is refused,
+// unless adopted or the rows are gone.
+func TestRecoveryNamesTheWriter(t *testing.T) {
+	inv := rows.Identity{Namespace: "default", Name: "inv"}
+	a := events.Scope{Cluster: "c", Inventory: inv, Writer: "uid-a"}
+	b := events.Scope{Cluster: "c", Inventory: inv, Writer: "uid-b"}
+	r1 := row(t, "x", "1", "v1")
+	snapA := rows.NewSnapshot(inv, []*rows.Row{r1}, time.Unix(1, 0))
+	published := func(s events.Scope, changes []events.Change) *events.Recovered {
+		var rec events.Recovered
+		for _, c := range changes {
+			h := map[string]string{}
+			for _, kv := range s.Headers(c) {
+				h[kv[0]] = kv[1]
+			}
+			if h[events.HeaderWriter] != s.Writer {
+				t.Fatalf("header %s = %q, want %q", events.HeaderWriter, h[events.HeaderWriter], s.Writer)
+			}
+			rec.Fold(s, func(k string) string { return h[k] })
+		}
+		return &rec
+	}
+	rec := published(a, events.Plan(a, rows.Diff(nil, snapA), events.State{}))
+	if err := rec.Check(a, ""); err != nil {
+		t.Fatalf("the publisher itself was refused: %v", err)
+	}
+	var fw *sinks.ForeignWriter
+	if err := rec.Check(b, ""); !errors.As(err, &fw) || fw.Holder != "uid-a" {
+		t.Fatalf("another writer's recovery: %v, want a refusal naming uid-a", err)
+	}
+	if err := rec.Check(b, "uid-a"); err != nil {
+		t.Fatalf("adopting uid-a was refused: %v", err)
+	}
+	empty := rows.NewSnapshot(inv, nil, time.Unix(2, 0))
+	cleared := published(a, events.Plan(a, rows.Diff(snapA, empty), nil))
+	cleared.State = rec.State
+	for k := range cleared.State {
+		delete(cleared.State, k) // the tombstones folded over the live row
+	}
+	if err := cleared.Check(b, ""); err != nil {
+		t.Fatalf("a scope without live rows was refused: %v", err)
 	}
 }

@@ -48,14 +48,16 @@ const (
 var refUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 func (l Layout) ownedRef(id rows.Identity) plumbing.ReferenceName {
-	part := func(s string) string {
-		s = strings.Trim(refUnsafe.ReplaceAllString(s, "-"), ".-")
-		if s == "" {
-			return "-"
-		}
-		return s
+	return plumbing.ReferenceName("refs/kollect/owned/" + refPart(l.cluster()) + "/" + refPart(id.Namespace) + "/" + refPart(id.Name))
+}
+
+// refPart is s made safe as one segment of a ref name.
+func refPart(s string) string {
+	s = strings.Trim(refUnsafe.ReplaceAllString(s, "-"), ".-")
+	if s == "" {
+		return "-"
 	}
-	return plumbing.ReferenceName("refs/kollect/owned/" + part(l.cluster()) + "/" + part(id.Namespace) + "/" + part(id.Name))
+	return s
 }
 
 // ownedChange is how the files a sink owns change with an export.

@@ -95,6 +95,13 @@ func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates
 	if len(req.Commands) == 0 {
 		return nil
 	}
+	if len(objects) == 0 { // deletes only: git sends no pack
+		status, err := sess.ReceivePack(ctx, req)
+		if err == nil && status != nil {
+			err = status.Error()
+		}
+		return err
+	}
 	pack, w := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -43,6 +44,9 @@ type Config struct {
 type Sink struct {
 	cfg Config
 	api *api
+
+	mu      sync.Mutex
+	writers map[string]string // inventory → the writer its next record names
 }
 
 // New checks cfg and returns its sink.
@@ -71,7 +75,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Git.AuthorName == "" {
 		cfg.Git.AuthorName, cfg.Git.AuthorEmail = "kollect", "kollect@kollect.dev"
 	}
-	return &Sink{cfg: cfg, api: &api{base: strings.TrimRight(cfg.BaseURL, "/"), project: cfg.Project, token: cfg.Token, client: cfg.HTTPClient}}, nil
+	return &Sink{cfg: cfg, writers: map[string]string{}, api: &api{base: strings.TrimRight(cfg.BaseURL, "/"), project: cfg.Project, token: cfg.Token, client: cfg.HTTPClient}}, nil
 }
 
 // ParseEndpoint splits https://host[:port]/group/project[.git][#[branch=]name].
@@ -234,7 +238,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		actions = append(actions, action{Action: "delete", FilePath: p})
 	}
 	written := len(actions)
-	nextRecord, _ := json.Marshal(ownedRecord{Checksum: snap.Checksum, Files: next}) // keys sorted: stable bytes
+	nextRecord, _ := json.Marshal(ownedRecord{Checksum: snap.Checksum, Files: next, Writer: s.writerOf(id, last.Writer)}) // keys sorted: stable bytes
 	switch {
 	case len(files) == 0:
 		if record != nil {
@@ -299,6 +303,7 @@ func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head stri
 type ownedRecord struct {
 	Checksum string            `json:"checksum"`
 	Files    map[string]string `json:"files"`
+	Writer   string            `json:"writer,omitempty"` // the operator that writes them (sinks.Claims)
 }
 
 // Probe checks that the project exists and the token reaches it.

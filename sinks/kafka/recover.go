@@ -17,15 +17,15 @@ import (
 // recover folds what the topic holds for scope: it reads every partition
 // from its start to the end offset it had when recovery began. On a
 // compacted topic that is about one record per live row.
-func (s *Sink) recover(ctx context.Context, scope events.Scope) (events.State, error) {
-	state := events.State{}
+func (s *Sink) recover(ctx context.Context, scope events.Scope) (*events.Recovered, error) {
+	rec := &events.Recovered{State: events.State{}}
 	err := ReadTopic(ctx, s.opts, s.cfg.Topic, func(r *kgo.Record) {
-		state.Fold(scope, func(k string) string { return Header(r, k) })
+		rec.Fold(scope, func(k string) string { return Header(r, k) })
 	})
 	if err != nil {
 		return nil, s.classify("read back topic", err)
 	}
-	return state, nil
+	return rec, nil
 }
 
 // ReadTopic hands each every record of topic, partition by partition from

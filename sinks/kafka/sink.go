@@ -30,6 +30,10 @@ type Config struct {
 	// Replay publishes every row on the first export instead of only what
 	// differs from what the topic already holds.
 	Replay bool
+	// Writer names this operator in every record's headers; a full export
+	// whose scope's live rows another writer (not Adopt) published last is
+	// refused (sinks.ForeignWriter).
+	Writer, Adopt string
 
 	// Username and Password enable SASL SCRAM-SHA-256.
 	Username, Password string
@@ -194,12 +198,17 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	if err := s.ensureTopic(ctx, cl); err != nil {
 		return sinks.Ack{}, err
 	}
-	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
+	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory, Writer: s.cfg.Writer}
 	var recovered events.State
 	if d.Full() && !(s.cfg.Replay && !s.replayed) {
-		if recovered, err = s.recover(ctx, scope); err != nil {
+		rec, err := s.recover(ctx, scope)
+		if err != nil {
 			return sinks.Ack{}, err
 		}
+		if err := rec.Check(scope, s.cfg.Adopt); err != nil {
+			return sinks.Ack{}, err
+		}
+		recovered = rec.State
 	}
 	changes := events.Plan(scope, d, recovered)
 	recs := make([]*kgo.Record, 0, len(changes))

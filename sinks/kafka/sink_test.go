@@ -73,6 +73,14 @@ func TestKafkaConformance(t *testing.T) {
 	fc := kafkatest.Start(t)
 	const topic = "inventory.changes"
 	sinktest.Run(t, sinktest.Harness{
+		NewWriter: func(t *testing.T, cluster, writer, adopt string) sinks.Backend {
+			s, err := kafka.New(kafka.Config{Brokers: fc.Brokers(), Topic: topic, Cluster: cluster, DeliveryTimeout: 5 * time.Second, Writer: writer, Adopt: adopt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			return s
+		},
 		New: func(t *testing.T, cluster string) sinks.Backend {
 			s, err := kafka.New(kafka.Config{Brokers: fc.Brokers(), Topic: topic, Cluster: cluster, DeliveryTimeout: 5 * time.Second})
 			if err != nil {

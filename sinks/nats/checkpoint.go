@@ -24,8 +24,9 @@ import (
 const checkpointEvery = 1000
 
 type checkpoint struct {
-	Seq   uint64            `json:"seq"` // the stream sequence the state includes
-	State map[string]string `json:"state"`
+	Seq    uint64            `json:"seq"` // the stream sequence the state includes
+	State  map[string]string `json:"state"`
+	Writer string            `json:"writer,omitempty"` // the operator that published it
 }
 
 // checkpointBucket names the object store of a stream's checkpoints.
@@ -96,7 +97,7 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 	if !due {
 		return nil
 	}
-	cp := checkpoint{Seq: seq, State: make(map[string]string, len(d.Next.Rows))}
+	cp := checkpoint{Seq: seq, State: make(map[string]string, len(d.Next.Rows)), Writer: scope.Writer}
 	for _, r := range d.Next.Rows {
 		cp.State[scope.Key(r)] = r.Sum()
 	}

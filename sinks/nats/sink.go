@@ -31,6 +31,10 @@ type Config struct {
 	// Replay publishes every row on the first export instead of only what
 	// differs from what the stream already holds.
 	Replay bool
+	// Writer names this operator in every message's headers and in
+	// checkpoints; a full export whose scope's live rows another writer
+	// (not Adopt) published last is refused (sinks.ForeignWriter).
+	Writer, Adopt string
 
 	Token, Username, Password string
 	CA                        []byte
@@ -197,13 +201,17 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 
 // publish sends d's changes and waits for every acknowledgement.
 func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st jetstream.Stream, d *rows.Delta) (sinks.Ack, error) {
-	var err error
-	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory}
+	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory, Writer: s.cfg.Writer}
 	var recovered events.State
 	if d.Full() && !(s.cfg.Replay && !s.replayed) {
-		if recovered, err = s.recover(apiCtx, js, st, scope); err != nil {
+		rec, err := s.recover(apiCtx, js, st, scope)
+		if err != nil {
 			return sinks.Ack{}, err
 		}
+		if err := rec.Check(scope, s.cfg.Adopt); err != nil {
+			return sinks.Ack{}, err
+		}
+		recovered = rec.State
 	}
 	changes := events.Plan(scope, d, recovered)
 	futures := make([]jetstream.PubAckFuture, 0, len(changes))
@@ -249,22 +257,22 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 
 // recover folds what the stream holds for scope: its checkpoint, when it
 // has a usable one, and the messages after it; otherwise the whole history.
-func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, scope events.Scope) (events.State, error) {
+func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, scope events.Scope) (*events.Recovered, error) {
 	info, err := st.Info(ctx)
 	if err != nil {
 		return nil, s.classify("read stream", err)
 	}
-	state := events.State{}
+	rec := &events.Recovered{State: events.State{}}
 	start := info.State.FirstSeq
 	cp, err := s.readCheckpoint(ctx, js, scope, info.State.FirstSeq)
 	if err != nil {
 		return nil, s.classify("read checkpoint", err)
 	}
 	if cp != nil {
-		state, start = cp.State, cp.Seq+1
+		rec.State, rec.Writer, start = cp.State, cp.Writer, cp.Seq+1
 	}
 	if info.State.Msgs == 0 || start > info.State.LastSeq {
-		return state, nil
+		return rec, nil
 	}
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject},
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
@@ -279,7 +287,7 @@ func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream
 		n, done := 0, false
 		for m := range batch.Messages() {
 			n++
-			state.Fold(scope, m.Headers().Get)
+			rec.Fold(scope, m.Headers().Get)
 			if md, err := m.Metadata(); err == nil && (md.NumPending == 0 || md.Sequence.Stream >= info.State.LastSeq) {
 				done = true
 			}
@@ -288,7 +296,7 @@ func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream
 			return nil, s.classify("read back stream", err)
 		}
 		if done {
-			return state, nil
+			return rec, nil
 		}
 		if n == 0 {
 			if tries++; tries > 50 {

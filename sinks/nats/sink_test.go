@@ -43,6 +43,14 @@ func TestNATSConformance(t *testing.T) {
 	ts := natstest.Start(t)
 	const stream, subject = "kollect_events", "inventory.events"
 	sinktest.Run(t, sinktest.Harness{
+		NewWriter: func(t *testing.T, cluster, writer, adopt string) sinks.Backend {
+			s, err := nats.New(nats.Config{URL: ts.URL(), Subject: subject, Stream: stream, Cluster: cluster, Writer: writer, Adopt: adopt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			return s
+		},
 		New: func(t *testing.T, cluster string) sinks.Backend {
 			s, err := nats.New(nats.Config{URL: ts.URL(), Subject: subject, Stream: stream, Cluster: cluster})
 			if err != nil {

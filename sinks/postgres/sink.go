@@ -46,6 +46,9 @@ type Sink struct {
 
 	mu       sync.Mutex
 	conflict string // the table's primary-key columns, quoted
+	// writersReady is 1 once the writer table exists, -1 when the role may
+	// not create it, 0 before the first try.
+	writersReady int
 }
 
 var _ sinks.Backend = (*Sink)(nil)

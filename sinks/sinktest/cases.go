@@ -2,9 +2,14 @@ package sinktest
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
 )
 
 func firstExport(t *testing.T, h Harness) {
@@ -172,4 +177,60 @@ func outage(t *testing.T, h Harness) {
 	final := mixed(next, 30, 35, "3")
 	b.mustExport(t, Snap(id, final))
 	expectState(t, h, id, "", final)
+}
+
+// foreignWriter: two operators share the sink and the inventory name with
+// one cluster label. The second is refused and writes nothing; a writer
+// that adopts the first takes the rows over; an emptied inventory frees
+// the record for anyone.
+func foreignWriter(t *testing.T, h Harness) {
+	id := identity(t)
+	claimed := func(writer, adopt string) *Binding {
+		if h.NewWriter != nil {
+			return &Binding{Backend: h.NewWriter(t, "shared", writer, adopt)}
+		}
+		b := h.New(t, "shared")
+		c := sinks.ClaimsOf(b)
+		if c == nil {
+			t.Fatalf("the backend keeps no writer records (sinks.Claims), and the harness has no NewWriter")
+		}
+		return &Binding{Backend: sinks.Claimed(b, c, writer, adopt)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	refused := func(b *Binding, holder string, snap *rows.Snapshot) {
+		t.Helper()
+		before := h.Version(t, id, "shared")
+		_, err := b.Export(ctx, snap)
+		var fw *sinks.ForeignWriter
+		if !errors.As(err, &fw) || fw.Holder != holder || !strings.Contains(err.Error(), sinks.AdoptAnnotation) {
+			t.Fatalf("export over %s's rows: %v, want a refusal naming %s and how to take over", holder, err, holder)
+		}
+		if after := h.Version(t, id, "shared"); after != before {
+			t.Fatalf("a refused export wrote to the sink (version %s, then %s)", before, after)
+		}
+	}
+
+	a := claimed("writer-a", "")
+	ra := Rows(12, "a")
+	a.mustExport(t, Snap(id, ra))
+	refused(claimed("writer-b", ""), "writer-a", Snap(id, Rows(20, "b")))
+	expectState(t, h, id, "shared", ra)
+
+	c := claimed("writer-c", "writer-a") // a rebuilt cluster takes the rows over
+	rc := Rows(7, "c")
+	c.mustExport(t, Snap(id, rc))
+	expectState(t, h, id, "shared", rc)
+	if h.NewWriter == nil {
+		// Records are read before every export, so the first writer's
+		// next incremental export sees the takeover at once.
+		refused(a, "writer-c", Snap(id, ra[:5]))
+	}
+	refused(claimed("writer-a", ""), "writer-c", Snap(id, ra)) // and after a restart
+	expectState(t, h, id, "shared", rc)
+
+	c.mustExport(t, Snap(id, nil)) // emptied: the rows belong to no one
+	d := claimed("writer-d", "")
+	d.mustExport(t, Snap(id, ra[:3]))
+	expectState(t, h, id, "shared", ra[:3])
 }

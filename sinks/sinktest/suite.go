@@ -2,6 +2,7 @@ package sinktest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -35,6 +36,12 @@ type Harness struct {
 	// checks that a change writes something and no change writes nothing,
 	// instead of exact counts (Written may count objects or files).
 	WholeObjects bool
+	// NewWriter, for a backend that records its writer itself (event
+	// streams, in message headers, checked when a full export recovers),
+	// builds one that writes as writer and may take adopt's rows over.
+	// nil: the backend keeps writer records (sinks.Claims), which the
+	// suite wraps with sinks.Claimed.
+	NewWriter func(t *testing.T, cluster, writer, adopt string) sinks.Backend
 }
 
 // wrote checks an acknowledgement's Written count against n changed rows.
@@ -61,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("RestartSendsOnlyChanges", func(t *testing.T) { restart(t, h) })
 	t.Run("TwoClustersNeverCollide", func(t *testing.T) { twoClusters(t, h) })
 	t.Run("OutageLosesNothing", func(t *testing.T) { outage(t, h) })
+	t.Run("ForeignWriterIsRefused", func(t *testing.T) { foreignWriter(t, h) })
 }
 
 // Binding mimics the sink actor: it remembers the last acknowledged
@@ -68,13 +76,21 @@ func Run(t *testing.T, h Harness) {
 type Binding struct {
 	Backend sinks.Backend
 	Acked   *rows.Snapshot
+	// export identifies the export under way: kept by its retries, new
+	// for the next one (rows.Delta.Export).
+	export string
 }
 
 // Export sends snap and records it when acknowledged.
 func (b *Binding) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
-	ack, err := b.Backend.Export(ctx, rows.Diff(b.Acked, snap))
+	if b.export == "" {
+		b.export = rand.Text()
+	}
+	d := rows.Diff(b.Acked, snap)
+	d.Export = b.export
+	ack, err := b.Backend.Export(ctx, d)
 	if err == nil {
-		b.Acked = snap
+		b.Acked, b.export = snap, ""
 	}
 	return ack, err
 }

@@ -156,14 +156,14 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient})
+	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient, Writer: c.Registry.Writer})
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
-	return c.store(owner, fp, b, dir)
+	return c.store(owner, fp, c.Registry.claimed(b, sink), dir)
 }
 
 // failing returns a backend whose exports fail permanently with msg, kept

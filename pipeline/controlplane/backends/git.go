@@ -44,13 +44,18 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
-	return &probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }}, nil
+	return &probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }, claims: g}, nil
 }
 
-// probed gives a backend adapted by sinks.Whole its probe back.
+// probed gives a backend adapted by sinks.Whole its probe and its writer
+// records back.
 type probed struct {
 	sinks.Backend
-	probe func(ctx context.Context) error
+	probe  func(ctx context.Context) error
+	claims sinks.Claims
 }
 
 func (p *probed) Probe(ctx context.Context) error { return p.probe(ctx) }
+
+// Claims returns the backend's writer records.
+func (p *probed) Claims() sinks.Claims { return p.claims }

@@ -61,5 +61,5 @@ func buildGitLab(ctx context.Context, obj client.Object, creds Credentials, env 
 	if err != nil {
 		return nil, err
 	}
-	return &probed{Backend: sinks.Whole(g), probe: g.Probe}, nil
+	return &probed{Backend: sinks.Whole(g), probe: g.Probe, claims: g}, nil
 }

@@ -143,3 +143,6 @@ type store struct {
 
 func (s *store) Probe(ctx context.Context) error { return s.st.Probe(ctx) }
 func (s *store) Close()                          { s.st.Close() }
+
+// Claims returns the store's writer records.
+func (s *store) Claims() sinks.Claims { return s.st }

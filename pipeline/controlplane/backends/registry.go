@@ -57,6 +57,9 @@ type Env struct {
 	// identity (the SDK's default chain). Without it such a backend is
 	// refused before it sends anything.
 	Ambient bool
+	// Writer is this operator's writer id (Registry.Writer), for backends
+	// that record it themselves (event streams, in message headers).
+	Writer string
 }
 
 // Types are the backends of this build, one line each.
@@ -83,7 +86,11 @@ type Registry struct {
 	// (--allow-ambient-credentials); a sink gets them only when the scopes
 	// of its namespace consent too.
 	AllowAmbient bool
-	types        map[string]Type
+	// Writer is this operator's name in the writer records backends keep
+	// per inventory (sinks.Claims): the UID of its cluster's kube-system
+	// namespace unless --writer-id says otherwise; "" keeps no records.
+	Writer string
+	types  map[string]Type
 }
 
 // Default is a registry of every backend this build implements, each
@@ -128,7 +135,7 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient})
+	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer})
 }
 
 // Kind returns a sink object's family and effective type: a
@@ -160,7 +167,16 @@ func sinkKind(typ string) string {
 
 func fingerprint(sink client.Object, creds Credentials) string {
 	family, typ := Kind(sink)
-	return fmt.Sprintf("%s/%s/%d/%s/%s/%t", family, typ, sink.GetGeneration(), creds.Version, sink.GetAnnotations()[ReplayAnnotation], creds.Ambient)
+	a := sink.GetAnnotations()
+	return fmt.Sprintf("%s/%s/%d/%s/%s/%t/%s", family, typ, sink.GetGeneration(), creds.Version, a[ReplayAnnotation], creds.Ambient, a[sinks.AdoptAnnotation])
+}
+
+// claimed makes b check and keep the writer record of each inventory it
+// writes, when it keeps them (sinks.Claimed): so two operators that share
+// a sink and an inventory name without distinct spec.cluster values
+// refuse, loudly, instead of deleting each other's rows.
+func (r *Registry) claimed(b sinks.Backend, sink client.Object) sinks.Backend {
+	return sinks.Claimed(b, sinks.ClaimsOf(b), r.Writer, sink.GetAnnotations()[sinks.AdoptAnnotation])
 }
 
 // errNotImplemented says that this version has no backend (or no probe)

@@ -21,6 +21,7 @@ func natsType() Type {
 			s := obj.(*kollectv1alpha1.KollectEventSink)
 			cfg := nats.FromSpec(&s.Spec, creds.Data, creds.CA)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
 			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
 				return nil, err
 			}
@@ -38,6 +39,7 @@ func kafkaType() Type {
 			s := obj.(*kollectv1alpha1.KollectEventSink)
 			cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
+			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
 			cfg.Dial = GuardedDial(env.Policy)
 			return kafka.New(cfg)
 		}}

@@ -8,9 +8,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"kollect.dev/kollect/actors"
@@ -100,6 +104,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
 	registry.AllowAmbient = o.AllowAmbientCredentials
+	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
+		return err
+	}
 	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: c, Engine: eng, Status: writer, Metrics: cm,
@@ -130,4 +137,29 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up connection test controller: %w", err)
 	}
 	return nil
+}
+
+// writerID is this operator's name in the sinks' writer records: flag
+// unless empty, else the UID of the kube-system namespace, which stays
+// the same for the life of a cluster and differs between clusters. An
+// install that may not read it (a tenant install) keeps no records, and
+// says so.
+func writerID(ctx context.Context, c client.Reader, flag string) (string, error) {
+	switch flag {
+	case "none":
+		return "", nil
+	case "":
+	default:
+		return flag, nil
+	}
+	var ns corev1.Namespace
+	err := c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &ns)
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		ctrl.LoggerFrom(ctx).Info("cannot read the kube-system namespace, so sinks keep no writer records: two clusters sharing a sink must set distinct spec.cluster values (or pass --writer-id)", "error", err.Error())
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the kube-system namespace for this operator's writer id (or pass --writer-id): %w", err)
+	}
+	return string(ns.UID), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // IssueWebhookCertificate is what a manager start does when no webhook
@@ -19,4 +20,9 @@ func IssueWebhookCertificate(ctx context.Context, cfg *rest.Config, o Options) (
 		return "", err
 	}
 	return s.dir, nil
+}
+
+// WriterID is this operator's writer id for the --writer-id value flag.
+func WriterID(ctx context.Context, c client.Reader, flag string) (string, error) {
+	return writerID(ctx, c, flag)
 }

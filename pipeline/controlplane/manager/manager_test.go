@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/controlplane/manager"
 	"kollect.dev/kollect/pipeline/harness/testenv"
@@ -134,6 +135,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"retry not below renew deadline", []string{"--leader-elect-retry-period=40s"}, "--leader-elect-retry-period"},
 		{"unknown auth mode", []string{"--inventory-auth-mode=basic"}, "--inventory-auth-mode"},
 		{"non-positive export cap", []string{"--max-export-bytes=0"}, "--max-export-bytes"},
+		{"writer id", []string{"--writer-id=cluster-a.eu_1"}, ""},
+		{"writer id that is no ref segment", []string{"--writer-id=a/b"}, "--writer-id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,5 +175,23 @@ func TestIgnoredFlagsAreNamed(t *testing.T) {
 	got := manager.Ignored(fs)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "--collect-dispatch-workers: ") || !strings.HasPrefix(got[1], "--inventory-http-enabled: ") {
 		t.Fatalf("ignored flags: %v", got)
+	}
+}
+
+// TestTheWriterIDIsTheClustersKubeSystemUID: by default, the flag when set,
+// nothing with none.
+func TestTheWriterIDIsTheClustersKubeSystemUID(t *testing.T) {
+	var ns corev1.Namespace
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "kube-system"}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"": string(ns.UID), "cluster-a": "cluster-a", "none": ""} {
+		got, err := manager.WriterID(context.Background(), env.Client, flag)
+		if err != nil || got != want {
+			t.Errorf("--writer-id=%q: %q, %v; want %q", flag, got, err, want)
+		}
+	}
+	if ns.UID == "" {
+		t.Fatal("kube-system has no UID")
 	}
 }

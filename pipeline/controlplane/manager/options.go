@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -54,6 +55,7 @@ type Options struct {
 	MaxExportBytes            int64
 	ExportTimeout             time.Duration
 	ExportTimeoutPerRow       time.Duration
+	WriterID                  string
 	ConcurrentTarget          int
 	ConcurrentInventory       int
 	ConcurrentClusterTarget   int
@@ -126,6 +128,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 
 	fs.DurationVar(&o.ExportTimeout, "export-timeout", 2*time.Minute, "How long one export may take, before --export-timeout-per-row adds to it; an export cut by it is retried (object stores resume where it stopped).")
 	fs.DurationVar(&o.ExportTimeoutPerRow, "export-timeout-per-row", 10*time.Millisecond, "What each row of the snapshot adds to --export-timeout (20,000 rows: 200 s more), so a large first export or deletion can finish; the sum is capped at one hour.")
+	fs.StringVar(&o.WriterID, "writer-id", "", "This operator's name in the writer record each sink keeps per inventory, which stops two clusters that share a sink and an inventory name "+
+		"without distinct spec.cluster values from deleting each other's rows (the second is refused, with a condition): empty reads the UID of the kube-system namespace; none keeps no records. Letters, digits, '.', '_' and '-'.")
 	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it is set aside (status rejectedKeys) and the rest exported.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
@@ -177,6 +181,9 @@ func (o *Options) Validate() error {
 	if o.ExportTimeout <= 0 || o.ExportTimeoutPerRow < 0 {
 		errs = append(errs, fmt.Errorf("--export-timeout must be positive and --export-timeout-per-row not negative, not %s and %s", o.ExportTimeout, o.ExportTimeoutPerRow))
 	}
+	if o.WriterID != "" && !writerIDPattern.MatchString(o.WriterID) {
+		errs = append(errs, fmt.Errorf("--writer-id must be 1 to 128 letters, digits, '.', '_' or '-', not %q", o.WriterID))
+	}
 	if o.MaxExportBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))
 	}
@@ -196,6 +203,8 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+var writerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // noEffect are the flags accepted for compatibility with upstream that do
 // nothing in this version, with the reason.

@@ -31,6 +31,15 @@ const (
 		"WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)"
 	deleteAllShape = "DELETE FROM {T} AS t WHERE {SCOPE}"
 	countShape     = "SELECT COUNT(*) AS n FROM {T} AS t WHERE {SCOPE}"
+
+	// The writer records: one row per sink table, cluster and inventory.
+	writerKey         = "{SCOPE} AND t.sink_table = @sink_table"
+	writerReadShape   = "SELECT writer FROM {T} AS t WHERE " + writerKey
+	writerDeleteShape = "DELETE FROM {T} AS t WHERE " + writerKey
+	writerSetShape    = "MERGE {T} AS t USING (SELECT 1) AS s ON " + writerKey + " " +
+		"WHEN MATCHED THEN UPDATE SET writer = @writer, updated_at = CURRENT_TIMESTAMP() " +
+		"WHEN NOT MATCHED THEN INSERT (sink_table, cluster, inventory_namespace, inventory_name, writer, updated_at) " +
+		"VALUES (@sink_table, @cluster, @inventory_namespace, @inventory_name, @writer, CURRENT_TIMESTAMP())"
 )
 
 type statement struct {
@@ -48,6 +57,9 @@ var (
 		{compile(deleteUnstagedShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
 		{compile(deleteAllShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
 		{compile(countShape), "SELECT", scopeParams, (*Server).count},
+		{compile(writerReadShape), "SELECT", append(slices.Clone(scopeParams), "sink_table"), (*Server).readWriter},
+		{compile(writerDeleteShape), "DELETE", append(slices.Clone(scopeParams), "sink_table"), (*Server).deleteWriter},
+		{compile(writerSetShape), "MERGE", append(slices.Clone(scopeParams), "sink_table", "writer"), (*Server).setWriter},
 	}
 )
 
@@ -65,6 +77,7 @@ type execution struct {
 	ns, name string
 	cluster  string
 	at       time.Time
+	params   map[string]Param
 	affected int64
 }
 
@@ -93,7 +106,7 @@ func (s *Server) query(project string, in *bq.Job, j *job) (*bq.JobStatistics, *
 		if got := slices.Sorted(maps.Keys(st.Params)); !slices.Equal(got, slices.Sorted(slices.Values(stmt.params))) {
 			return nil, errorf("invalidQuery", "%s takes the parameters %v, got %v", stmt.kind, stmt.params, got)
 		}
-		x := &execution{job: j}
+		x := &execution{job: j, params: st.Params}
 		for _, path := range m[1:] {
 			p, ds, name, ok := splitTable(path)
 			if !ok {
@@ -160,6 +173,53 @@ func parseTimestamp(v string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, err
+}
+
+// isWriter reports whether r is the writer record the statement names.
+func (x *execution) isWriter(r Row) bool {
+	return x.inScope(r) && r.Values["sink_table"] == x.params["sink_table"].Value
+}
+
+func (s *Server) readWriter(x *execution) *jobError {
+	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "writer", Type: "STRING", Mode: "NULLABLE"}}}
+	x.job.rows = nil
+	for _, r := range x.tables[0].rows {
+		if x.isWriter(r) {
+			x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: r.Values["writer"]}}})
+		}
+	}
+	return nil
+}
+
+func (s *Server) deleteWriter(x *execution) *jobError {
+	t := x.tables[0]
+	kept := t.rows[:0]
+	for _, r := range t.rows {
+		if x.isWriter(r) {
+			x.affected++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	t.rows = kept
+	return nil
+}
+
+func (s *Server) setWriter(x *execution) *jobError {
+	t := x.tables[0]
+	s.version++
+	x.affected = 1
+	for i, r := range t.rows {
+		if x.isWriter(r) {
+			values := maps.Clone(r.Values)
+			values["writer"], values["updated_at"] = x.params["writer"].Value, time.Now().UTC()
+			t.rows[i] = Row{Values: values, Version: s.version}
+			return nil
+		}
+	}
+	t.rows = append(t.rows, Row{Version: s.version, Values: map[string]any{"sink_table": x.params["sink_table"].Value, "cluster": x.cluster,
+		"inventory_namespace": x.ns, "inventory_name": x.name, "writer": x.params["writer"].Value, "updated_at": time.Now().UTC()}})
+	return nil
 }
 
 func (x *execution) inScope(r Row) bool {

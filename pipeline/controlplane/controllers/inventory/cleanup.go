@@ -75,6 +75,12 @@ func (r *Resolver) Cleanup(ctx context.Context, b Bindings, id rows.Identity) er
 			ectx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 			_, err := backend.Export(ectx, rows.Diff(nil, empty))
 			cancel()
+			if errors.Is(err, sinks.ErrForeignWriter) {
+				// Another operator writes this inventory's rows in the
+				// sink (it took them over): none of them are this one's.
+				log.FromContext(ctx).Info("another operator writes this inventory in the sink; nothing of this operator's to clean", "sink", ns+"/"+ref.Name, "error", err.Error())
+				continue
+			}
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s: %v", key, err))
 				terminal = terminal && errors.Is(err, sinks.ErrPermanent)

@@ -1,0 +1,123 @@
+package bigquery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// writersTable records which operator writes each inventory of each table
+// (sinks.Claims), in the sink's dataset: the rows' table keeps upstream's
+// columns.
+const writersTable = "kollect_writers"
+
+var _ sinks.Claims = (*Sink)(nil)
+
+func writersSchema() bigquery.Schema {
+	req := func(name string, t bigquery.FieldType) *bigquery.FieldSchema {
+		return &bigquery.FieldSchema{Name: name, Type: t, Required: true}
+	}
+	return bigquery.Schema{req("sink_table", bigquery.StringFieldType), req("cluster", bigquery.StringFieldType),
+		req("inventory_namespace", bigquery.StringFieldType), req("inventory_name", bigquery.StringFieldType),
+		req("writer", bigquery.StringFieldType), req("updated_at", bigquery.TimestampFieldType)}
+}
+
+const writerKey = scopeCondition + ` AND t.sink_table = @sink_table`
+
+// ensureWriters creates the writer table once. Credentials that may not
+// create it (mode existing on a locked-down dataset) run without writer
+// records: ok is false, and the sink exports as before.
+func (s *Sink) ensureWriters(ctx context.Context) (ok bool, err error) {
+	if err := s.prepare(ctx); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writersReady != 0 {
+		return s.writersReady > 0, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err = s.client.Dataset(s.cfg.Dataset).Table(writersTable).Create(cctx, &bigquery.TableMetadata{Schema: writersSchema(),
+		Description: "Kollect: which operator writes each inventory of each table"})
+	switch {
+	case err == nil, hasStatus(err, http.StatusConflict):
+		s.writersReady = 1
+	case hasStatus(err, http.StatusForbidden):
+		s.writersReady = -1
+		return false, nil
+	default:
+		return false, s.classify("create the writer table", err)
+	}
+	return true, nil
+}
+
+func (s *Sink) writerParams(id rows.Identity, writer string) []bigquery.QueryParameter {
+	p := append(params(id.Namespace, id.Name, s.cfg.Cluster, time.Time{}, false), bigquery.QueryParameter{Name: "sink_table", Value: s.cfg.Table})
+	if writer != "" {
+		p = append(p, bigquery.QueryParameter{Name: "writer", Value: writer})
+	}
+	return p
+}
+
+func (s *Sink) writers() string { return quote(s.cfg.Project, s.cfg.Dataset, writersTable) }
+
+// Writer returns the writer recorded for the inventory in this sink's
+// table and cluster.
+func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
+	if ok, err := s.ensureWriters(ctx); !ok {
+		return "", err
+	}
+	q := s.client.Query(`SELECT writer FROM ` + s.writers() + ` AS t WHERE ` + writerKey)
+	q.Parameters = s.writerParams(id, "")
+	x := &export{s: s}
+	job, err := x.run(ctx, q)
+	if err != nil {
+		return "", s.classify("read the writer record", err)
+	}
+	it, err := job.Read(ctx)
+	if err != nil {
+		return "", s.classify("read the writer record", err)
+	}
+	var row []bigquery.Value
+	switch err := it.Next(&row); {
+	case errors.Is(err, done):
+		return "", nil
+	case err != nil:
+		return "", s.classify("read the writer record", err)
+	}
+	w, _ := row[0].(string)
+	return w, nil
+}
+
+// SetWriter records (or, for "", removes) the inventory's writer.
+func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) error {
+	if ok, err := s.ensureWriters(ctx); !ok {
+		return err
+	}
+	sql := `DELETE FROM ` + s.writers() + ` AS t WHERE ` + writerKey
+	if writer != "" {
+		sql = `MERGE ` + s.writers() + ` AS t USING (SELECT 1) AS s ON ` + writerKey + `
+WHEN MATCHED THEN UPDATE SET writer = @writer, updated_at = CURRENT_TIMESTAMP()
+WHEN NOT MATCHED THEN INSERT (sink_table, cluster, inventory_namespace, inventory_name, writer, updated_at)
+  VALUES (@sink_table, @cluster, @inventory_namespace, @inventory_name, @writer, CURRENT_TIMESTAMP())`
+	}
+	q := s.client.Query(sql)
+	q.Parameters = s.writerParams(id, writer)
+	x := &export{s: s}
+	job, err := x.run(ctx, q)
+	if err == nil {
+		err = x.wait(ctx, job)
+	}
+	if err != nil {
+		return s.classify(fmt.Sprintf("record writer %q", writer), err)
+	}
+	return nil
+}

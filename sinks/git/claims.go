@@ -1,0 +1,119 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// The writer record of an inventory (sinks.Claims) is a ref whose last
+// segment names the writer:
+// refs/kollect/writer/<cluster>/<namespace>/<name>/<writer>. Reading it is
+// a listing of the remote's refs, without fetching anything; it points at
+// an empty commit, so it costs the repository one tiny object.
+
+var _ sinks.Claims = (*Sink)(nil)
+
+func (l Layout) writerPrefix(id rows.Identity) string {
+	return "refs/kollect/writer/" + refPart(l.cluster()) + "/" + refPart(id.Namespace) + "/" + refPart(id.Name) + "/"
+}
+
+// Writer returns the writer the remote records for the inventory, "" for
+// none.
+func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs, err := s.writerRefs(ctx, id)
+	if err != nil || len(refs) == 0 {
+		return "", err
+	}
+	return strings.TrimPrefix(refs[0].String(), s.cfg.Layout.writerPrefix(id)), nil
+}
+
+// writerRefs lists the inventory's writer refs on the remote.
+func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.ReferenceName, error) {
+	remote, err := s.repo.Remote("origin")
+	if err != nil {
+		return nil, fmt.Errorf("git mirror: %w", err)
+	}
+	tctx, cancel := s.transfer(ctx)
+	defer cancel()
+	listed, err := remote.ListContext(tctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
+	switch {
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return nil, nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return nil, sinks.Permanent(fmt.Errorf("git ls-remote %s: %w", redact(s.cfg.URL), err))
+	case err != nil:
+		return nil, fmt.Errorf("git ls-remote %s: %w", redact(s.cfg.URL), err)
+	}
+	prefix := s.cfg.Layout.writerPrefix(id)
+	var out []plumbing.ReferenceName
+	for _, r := range listed {
+		if strings.HasPrefix(r.Name().String(), prefix) {
+			out = append(out, r.Name())
+		}
+	}
+	return out, nil
+}
+
+// SetWriter records (or, for "", removes) the inventory's writer, in one
+// push that also removes any other writer's ref.
+func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, err := s.writerRefs(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.stage = newStage(s.repo.Storer)
+	defer func() { s.stage = nil }()
+	var updates []refUpdate
+	var objects []plumbing.Hash
+	mine := plumbing.ReferenceName(s.cfg.Layout.writerPrefix(id) + refPart(writer))
+	for _, r := range held {
+		if writer == "" || r != mine {
+			updates = append(updates, refUpdate{name: r, to: plumbing.ZeroHash, force: true})
+		}
+	}
+	if writer != "" {
+		commit, err := s.writerCommit(writer)
+		if err != nil {
+			return err
+		}
+		objects = append(objects, s.emptyTree(), commit)
+		updates = append(updates, refUpdate{name: mine, to: commit, force: true})
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	return s.push(ctx, objects, updates)
+}
+
+// emptyTree stores the empty tree in the stage and returns its hash.
+func (s *Sink) emptyTree() plumbing.Hash {
+	obj := s.stage.NewEncodedObject()
+	_ = (&object.Tree{}).Encode(obj)
+	h, _ := s.stage.SetEncodedObject(obj)
+	return h
+}
+
+func (s *Sink) writerCommit(writer string) (plumbing.Hash, error) {
+	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: time.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: "kollect writer " + writer + "\n", TreeHash: s.emptyTree()}
+	obj := s.stage.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: encode the writer commit: %w", err)
+	}
+	return s.stage.SetEncodedObject(obj)
+}
