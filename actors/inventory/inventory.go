@@ -267,8 +267,10 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 			a.memory.forget(k)
 		}
 	}
+	spawned := false
 	for k, bc := range wantB {
 		if a.bindings[k] == nil {
+			spawned = true
 			slot := a.memory.slot(k)
 			rep := BindingReport{Key: k, Circuit: sink.Closed}
 			if slot.Acked != nil { // after a restart: what the sink acknowledged still holds
@@ -278,7 +280,11 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 			a.bindings[k] = &binding{cfg: bc, slot: slot, acked: slot.Acked, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)), report: rep}
 		}
 	}
-	a.dirty = a.dirty || genChanged
+	// A binding spawned here (new, or replacing one whose sink was edited
+	// or whose Secret rotated) has no snapshot yet: the one its
+	// predecessor was exporting went with it. The next flush offers the
+	// current rows to every binding; those that acknowledged them skip.
+	a.dirty = a.dirty || genChanged || spawned
 	a.schedule(ctx)
 }
 
