@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,10 +22,16 @@ import (
 
 	"kollect.dev/kollect/pipeline/harness/testenv"
 	"kollect.dev/kollect/pipeline/tools/manifests"
+	"kollect.dev/kollect/sinks/bigquery/bqtest"
+	"kollect.dev/kollect/sinks/gitlab/gitlabtest"
 	"kollect.dev/kollect/sinks/kafka/kafkatest"
+	"kollect.dev/kollect/sinks/mongodb/mongotest"
 	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/sinks/objectstore/azuretest"
+	"kollect.dev/kollect/sinks/objectstore/gcstest"
 	"kollect.dev/kollect/sinks/objectstore/s3test"
 	"kollect.dev/kollect/sinks/postgres/pgtest"
+	"kollect.dev/kollect/sinks/sinktest"
 )
 
 var (
@@ -59,17 +66,21 @@ func TestMain(m *testing.M) {
 			return
 		}
 		code = m.Run()
+		if err := writeReport(os.Getenv("KOLLECT_FAULTS_REPORT")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
 	}()
 	os.Exit(code)
 }
 
-// objects is how many ConfigMaps each scenario exports: a few thousand in
-// make test, more with KOLLECT_FAULTS_OBJECTS (make faults).
+// objects is how many ConfigMaps each scenario exports: 1,000 in make
+// test (ten sinks each), more with KOLLECT_FAULTS_OBJECTS (make faults).
 func objects() int {
 	if n, err := strconv.Atoi(os.Getenv("KOLLECT_FAULTS_OBJECTS")); err == nil && n > 0 {
 		return n
 	}
-	return 2000
+	return 1000
 }
 
 const (
@@ -78,8 +89,9 @@ const (
 )
 
 // rig is one pipeline (a namespace of ConfigMaps, a target, an inventory
-// bound to Git, PostgreSQL, NATS and Kafka) and the operator process that
-// runs it.
+// bound to all ten backends: Git, GitLab, S3, GCS, Azure Blob, PostgreSQL,
+// MongoDB, BigQuery, NATS and Kafka) and the operator process that runs
+// it.
 type rig struct {
 	t     *testing.T
 	ns    string
@@ -90,20 +102,45 @@ type rig struct {
 	nats  *natstest.Server
 	kafka *kafkatest.Cluster
 	s3    *s3test.Server
-	op    *testenv.Process
-	args  []string
+	// s3proxy is the S3 sink's endpoint: it passes every request to s3
+	// unless a scenario makes it fail some.
+	s3proxy *sinktest.FaultProxy
+	gcs     *gcstest.Server
+	az      *azuretest.Server
+	lab     *gitlabtest.Server
+	mongo   *mongotest.Server
+	bq      *bqtest.Server
+	bqKey   []byte
+	op      *testenv.Process
+	args    []string
 	// client, when set, is where write and put go (another cluster).
 	client client.Client
+	// seeding marks the first export, which the report tells apart.
+	seeding bool
 }
 
 func newRig(t *testing.T, ns string, args ...string) *rig {
 	t.Helper()
 	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t), s3: s3test.Start(t),
+		gcs: gcstest.Start(t), az: azuretest.Start(t), lab: gitlabtest.Start(t), mongo: mongotest.Start(t), bq: bqtest.Start(t),
 		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info"}, args...)}
 	r.bare = filepath.Join(r.dir, "inventory.git")
 	if err := r.s3.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
 	}
+	proxy, err := sinktest.NewFaultProxy(r.s3.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	r.s3proxy = proxy
+	r.gcs.CreateBucket(bucket)
+	if err := r.az.CreateContainer(context.Background(), bucket); err != nil {
+		t.Fatal(err)
+	}
+	r.lab.CreateProject(labProject)
+	r.bq.CreateDataset(bqProject, bqDataset, "")
+	r.bqKey = r.bq.ServiceAccount(bqProject, "kollect@faults.iam.gserviceaccount.com")
 	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", r.bare).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
@@ -224,11 +261,80 @@ spec:
   kafka: {brokers: ['{{KAFKA}}'], topic: ` + topic + `}
 ---
 apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: gcs, namespace: {{NS}}}
+spec:
+  type: gcs
+  endpoint: '{{GCS}}/` + bucket + `'
+  layout: {mode: perResource}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: azure-key, namespace: {{NS}}}
+stringData: {accountName: '{{AZACCOUNT}}', accountKey: '{{AZKEY}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: blob
+  namespace: {{NS}}
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: azureblob
+  endpoint: '{{AZ}}/{{AZACCOUNT}}/` + bucket + `'
+  secretRef: {name: azure-key}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gitlab-token, namespace: {{NS}}}
+stringData: {token: '{{LABTOKEN}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata:
+  name: lab
+  namespace: {{NS}}
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: gitlab
+  endpoint: '{{LAB}}/` + labProject + `.git'
+  secretRef: {name: gitlab-token}
+  layout: {mode: perResource, content: attributes}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: mongo-uri, namespace: {{NS}}}
+stringData: {uri: '{{MONGO}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: documents, namespace: {{NS}}}
+spec:
+  type: mongodb
+  mongodb: {databaseRef: {name: mongo-uri}, database: inventory, collection: items}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: bigquery-key, namespace: {{NS}}}
+stringData: {credentials.json: {{BQKEY}}}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata:
+  name: analytics
+  namespace: {{NS}}
+  annotations: {kollect.dev/allow-plain-http-credentials: "true"}
+spec:
+  type: bigquery
+  endpoint: '{{BQ}}'
+  bigquery: {project: ` + bqProject + `, dataset: ` + bqDataset + `, table: inventory_items, secretRef: {name: bigquery-key}}
+---
+apiVersion: kollect.dev/v1alpha1
 kind: KollectInventory
 metadata: {name: inventory, namespace: {{NS}}}
 spec:
-  snapshotSinkRefs: [git, bucket]
-  databaseSinkRefs: [pg]
+  snapshotSinkRefs: [git, bucket, gcs, blob, lab]
+  databaseSinkRefs: [pg, documents, analytics]
   eventSinkRefs: [bus, log]
 `
 
@@ -246,9 +352,13 @@ func (r *rig) applyTo(c client.Client) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); client.IgnoreAlreadyExists(err) != nil {
 		r.t.Fatal(err)
 	}
+	bqKey, _ := json.Marshal(string(r.bqKey))
 	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.bare, "{{NATS}}", r.nats.URL(),
 		"{{KAFKA}}", r.kafka.Brokers()[0],
-		"{{S3}}", r.s3.URL, "{{S3KEY}}", s3test.AccessKey, "{{S3SECRET}}", s3test.SecretKey).Replace(pipeline)
+		"{{S3}}", r.s3proxy.URL, "{{S3KEY}}", s3test.AccessKey, "{{S3SECRET}}", s3test.SecretKey,
+		"{{GCS}}", r.gcs.URL, "{{AZ}}", r.az.URL, "{{AZACCOUNT}}", azuretest.Account, "{{AZKEY}}", azuretest.Key,
+		"{{LAB}}", r.lab.URL, "{{LABTOKEN}}", gitlabtest.Token, "{{MONGO}}", r.mongo.URI,
+		"{{BQ}}", r.bq.URL, "{{BQKEY}}", string(bqKey)).Replace(pipeline)
 	objs, err := manifests.Decode(strings.NewReader(text))
 	if err != nil {
 		r.t.Fatal(err)
@@ -318,7 +428,7 @@ func (r *rig) inventoryStatus() (map[string]any, error) {
 }
 
 // bindings is how many sinks the pipeline's inventory exports to.
-const bindings = 5
+const bindings = 10
 
 // exportedSince reports whether every binding acknowledged an export at or
 // after t (status reports acknowledgements only).

@@ -19,30 +19,63 @@ import (
 	"kollect.dev/kollect/sinks/nats/natstest"
 )
 
-// state is object name → the version its row holds.
+// state is object name → the version its row holds. A name a sink holds
+// twice is kept a second time under dupPrefix (see add).
 type state map[string]string
 
-// diff describes how got differs from want ("" when equal).
-func (want state) diff(got state) string {
-	var missing, stale, extra []string
+const dupPrefix = "\x00dup:"
+
+// add records that a sink holds object n at version v; a second row of
+// one object is a duplicate, which tally counts.
+func (s state) add(n, v string) {
+	if _, seen := s[n]; seen {
+		s[dupPrefix+n] = v
+		return
+	}
+	s[n] = v
+}
+
+// tally counts how got differs from want: rows of live objects missing
+// (lost), at another version (wrong), rows of no object (orphans), and
+// objects held twice (duplicates).
+type tally struct {
+	lost, wrong, orphans, dups []string
+}
+
+func (want state) tally(got state) tally {
+	var t tally
 	for n, v := range want {
 		switch g, ok := got[n]; {
 		case !ok:
-			missing = append(missing, n)
+			t.lost = append(t.lost, n)
 		case g != v:
-			stale = append(stale, n+"="+g)
+			t.wrong = append(t.wrong, n+"="+g)
 		}
 	}
 	for n := range got {
-		if _, ok := want[n]; !ok {
-			extra = append(extra, n)
+		switch {
+		case strings.HasPrefix(n, dupPrefix):
+			t.dups = append(t.dups, strings.TrimPrefix(n, dupPrefix))
+		case !hasKey(want, n):
+			t.orphans = append(t.orphans, n)
 		}
 	}
-	if len(missing)+len(stale)+len(extra) == 0 {
+	return t
+}
+
+func hasKey(s state, n string) bool { _, ok := s[n]; return ok }
+
+func (t tally) zero() bool { return len(t.lost)+len(t.wrong)+len(t.orphans)+len(t.dups) == 0 }
+
+// diff describes how got differs from want ("" when equal).
+func (want state) diff(got state) string {
+	t := want.tally(got)
+	if t.zero() {
 		return ""
 	}
 	first := func(s []string) []string { return s[:min(len(s), 3)] }
-	return fmt.Sprintf("%d missing %v, %d stale %v, %d extra %v", len(missing), first(missing), len(stale), first(stale), len(extra), first(extra))
+	return fmt.Sprintf("%d missing %v, %d stale %v, %d extra %v, %d duplicated %v", len(t.lost), first(t.lost), len(t.wrong), first(t.wrong),
+		len(t.orphans), first(t.orphans), len(t.dups), first(t.dups))
 }
 
 func git(bare string, args ...string) (string, error) {
@@ -105,7 +138,7 @@ func gitState(bare string) (state, error) {
 		if err := yaml.Unmarshal(body[:size], &attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		got[strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))] = attrs.Version
+		got.add(strings.TrimSuffix(filepath.Base(f), filepath.Ext(f)), attrs.Version)
 	}
 	return got, nil
 }
@@ -125,10 +158,7 @@ WHERE inventory_namespace = $1 AND inventory_name = 'inventory'`, r.ns)
 		if err := rs.Scan(&n, &v); err != nil {
 			return nil, err
 		}
-		if _, dup := got[n]; dup {
-			return nil, fmt.Errorf("two rows for %s", n)
-		}
-		got[n] = v
+		got.add(n, v)
 	}
 	return got, rs.Err()
 }
@@ -179,17 +209,22 @@ type message struct {
 	} `json:"row"`
 }
 
+// fold replays a stream: the live rows, key by key. Two live keys of one
+// object are a duplicate.
 func fold(ms []message) state {
-	st := state{}
-	names := map[string]string{} // key → name
+	type row struct{ name, version string }
+	live := map[string]row{}
 	for _, m := range ms {
 		switch m.Change {
 		case "upsert":
-			names[m.Key] = m.Row.Name
-			st[m.Row.Name] = m.Row.Attributes["version"]
+			live[m.Key] = row{m.Row.Name, m.Row.Attributes["version"]}
 		case "delete":
-			delete(st, names[m.Key])
+			delete(live, m.Key)
 		}
+	}
+	st := state{}
+	for _, r := range live {
+		st.add(r.name, r.version)
 	}
 	return st
 }
@@ -237,6 +272,12 @@ type history struct {
 	nats, kafka    []message
 	natsSt, kafkSt state
 	s3             state
+	gcs, azure     state
+	gitlab, mongo  state
+	bigquery       state
+	// versions changes, per backend of the five above, whenever it writes
+	// anything for the inventory.
+	versions map[string]string
 }
 
 func (r *rig) read(ctx context.Context) (*history, error) {
@@ -260,21 +301,30 @@ func (r *rig) read(ctx context.Context) (*history, error) {
 	if h.s3, err = r.s3State(ctx); err != nil {
 		return nil, fmt.Errorf("s3: %w", err)
 	}
+	if err := r.readFive(ctx, h); err != nil {
+		return nil, err
+	}
 	return h, nil
+}
+
+// states is what each sink holds, by sink.
+func (h *history) states() map[string]state {
+	return map[string]state{"git": h.git, "gitlab": h.gitlab, "s3": h.s3, "gcs": h.gcs, "azure": h.azure,
+		"postgres": h.pg, "mongodb": h.mongo, "bigquery": h.bigquery, "nats": h.natsSt, "kafka": h.kafkSt}
 }
 
 // converged reports whether every sink holds exactly want.
 func (h *history) converged(want state) error {
-	for _, s := range []struct {
-		name string
-		got  state
-	}{{"git", h.git}, {"postgres", h.pg}, {"nats", h.natsSt}, {"kafka", h.kafkSt}, {"s3", h.s3}} {
-		if d := want.diff(s.got); d != "" {
-			return fmt.Errorf("%s: %s", s.name, d)
+	for _, name := range sinkNames {
+		if d := want.diff(h.states()[name]); d != "" {
+			return fmt.Errorf("%s: %s", name, d)
 		}
 	}
 	return nil
 }
+
+// sinkNames are the rig's sinks, in report order.
+var sinkNames = []string{"git", "gitlab", "s3", "gcs", "azure", "postgres", "mongodb", "bigquery", "nats", "kafka"}
 
 // bucket is the S3 sink's bucket.
 const bucket = "faults"
@@ -309,10 +359,7 @@ func (r *rig) s3State(ctx context.Context) (state, error) {
 			if err := json.Unmarshal(body, &row); err != nil {
 				return nil, fmt.Errorf("%s: %w", aws.ToString(o.Key), err)
 			}
-			if _, dup := got[row.Name]; dup {
-				return nil, fmt.Errorf("two objects for %s", row.Name)
-			}
-			got[row.Name] = row.Attributes.Version
+			got.add(row.Name, row.Attributes.Version)
 		}
 	}
 	return got, nil

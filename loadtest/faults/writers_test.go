@@ -74,6 +74,9 @@ func TestASecondClusterOnTheSameSinksIsRefused(t *testing.T) {
 	if ops, err := r.audited(ctx); err != nil || len(ops) != 0 {
 		t.Fatalf("Postgres rows were updated or deleted: %v %v", ops, err)
 	}
+	if w := rewrote(before, after); len(w) != 0 {
+		t.Fatalf("the second cluster wrote to %v", w)
+	}
 
 	// The first cluster keeps exporting beside the refused one.
 	if err := r.write(ctx, 0, 10, "v2"); err != nil {
