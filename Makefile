@@ -93,7 +93,11 @@ test-deps:
 ## tests, the fault-injection suite among them, run after the operator's.
 test: test-prep lint check-generated
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) $(GO) test $(GO_TEST_FLAGS) ./...
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test $(GO_TEST_FLAGS) $$($(GO) -C loadtest list ./... | grep -v /faults)
+	# The fault suite runs the operator as a process (built without the race
+	# detector) against ten sink servers hosted by the test: instrumenting
+	# those servers triples its time and checks none of Kollect's code.
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test -count=1 -timeout 30m ./faults/
 	$(GO) -C hack/image test -count=1 ./...
 
 ## image: the operator's OCI image without Docker (hack/image): a static
