@@ -43,28 +43,21 @@ func rowOf(body []byte) (name, version string, err error) {
 // of the prefix would (an orphan is an extra row); version sums their
 // generations.
 func (r *rig) gcsState() (state, string, error) {
-	prefix := "inventory/" + r.ns + "/"
-	objs, err := r.gcs.Objects(bucket, prefix)
+	objs, err := r.gcs.Objects(bucket, "inventory/"+r.ns+"/")
 	if err != nil {
 		return nil, "", err
 	}
 	got := state{}
-	for key, body := range objs {
-		n, v, err := rowOf(body)
+	var total int64
+	for key, o := range objs {
+		n, v, err := rowOf(o.Content)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", key, err)
 		}
 		got.add(n, v)
+		total += o.Generation
 	}
-	gens, err := r.gcs.Generations(bucket, prefix)
-	if err != nil {
-		return nil, "", err
-	}
-	var total int64
-	for _, g := range gens {
-		total += g
-	}
-	return got, fmt.Sprint(len(gens), "/", total), nil
+	return got, fmt.Sprint(len(objs), "/", total), nil
 }
 
 // azureState reads every document under the inventory's prefix (one, or

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,14 +20,6 @@ func (r *rig) startsLanding(commits int) {
 		}
 		return nil
 	})
-}
-
-func kollect(kind, ns, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: kind})
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
 }
 
 // TestAnInventoryDeletedMidExportLeavesNothing deletes the inventory while

@@ -168,10 +168,7 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 func (r *rig) teardown() {
 	ctx := context.Background()
 	for _, kind := range []string{"KollectInventory", "KollectTarget"} {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: kind})
-		u.SetNamespace(r.ns)
-		u.SetName(map[string]string{"KollectInventory": "inventory", "KollectTarget": "configmaps"}[kind])
+		u := kollect(kind, r.ns, map[string]string{"KollectInventory": "inventory", "KollectTarget": "configmaps"}[kind])
 		if err := env.Client.Delete(ctx, u); err != nil {
 			continue
 		}
@@ -416,11 +413,19 @@ func (r *rig) cluster() client.Client {
 	return env.Client
 }
 
+// kollect names a kollect.dev object of kind.
+func kollect(kind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: kind})
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
 // inventoryStatus reads the inventory's status.
 func (r *rig) inventoryStatus() (map[string]any, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectInventory"})
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: r.ns, Name: "inventory"}, u); err != nil {
+	u := kollect("KollectInventory", r.ns, "inventory")
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
 		return nil, err
 	}
 	st, _ := u.Object["status"].(map[string]any)

@@ -53,17 +53,14 @@ func (want state) tally(got state) tally {
 		}
 	}
 	for n := range got {
-		switch {
-		case strings.HasPrefix(n, dupPrefix):
-			t.dups = append(t.dups, strings.TrimPrefix(n, dupPrefix))
-		case !hasKey(want, n):
+		if d, ok := strings.CutPrefix(n, dupPrefix); ok {
+			t.dups = append(t.dups, d)
+		} else if _, live := want[n]; !live {
 			t.orphans = append(t.orphans, n)
 		}
 	}
 	return t
 }
-
-func hasKey(s state, n string) bool { _, ok := s[n]; return ok }
 
 func (t tally) zero() bool { return len(t.lost)+len(t.wrong)+len(t.orphans)+len(t.dups) == 0 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/harness/testenv"
@@ -91,9 +90,8 @@ func TestASecondClusterOnTheSameSinksIsRefused(t *testing.T) {
 // refusedEverywhere checks that the inventory's every binding failed
 // with the foreign-writer refusal, and that the inventory is Degraded.
 func refusedEverywhere(ctx context.Context, c client.Client, ns string) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectInventory"})
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory"}, u); err != nil {
+	u := kollect("KollectInventory", ns, "inventory")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 		return err
 	}
 	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")

@@ -18,7 +18,7 @@ import (
 // from its start to the end offset it had when recovery began. On a
 // compacted topic that is about one record per live row.
 func (s *Sink) recover(ctx context.Context, scope events.Scope) (*events.Recovered, error) {
-	rec := &events.Recovered{State: events.State{}}
+	rec := &events.Recovered{}
 	err := ReadTopic(ctx, s.opts, s.cfg.Topic, func(r *kgo.Record) {
 		rec.Fold(scope, func(k string) string { return Header(r, k) })
 	})

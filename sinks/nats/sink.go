@@ -262,7 +262,7 @@ func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream
 	if err != nil {
 		return nil, s.classify("read stream", err)
 	}
-	rec := &events.Recovered{State: events.State{}}
+	rec := &events.Recovered{}
 	start := info.State.FirstSeq
 	cp, err := s.readCheckpoint(ctx, js, scope, info.State.FirstSeq)
 	if err != nil {

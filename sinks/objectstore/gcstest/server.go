@@ -61,34 +61,25 @@ func (s *Server) Object(bucket, name string) ([]byte, string, error) {
 	return o.Content, o.ContentEncoding, nil
 }
 
-// Objects reads every object under prefix: name → content (decoded as
-// stored; a gzip object stays gzip).
-func (s *Server) Objects(bucket, prefix string) (map[string][]byte, error) {
+// Stored is an object as the server holds it.
+type Stored struct {
+	Content    []byte // as stored (a gzip object stays gzip)
+	Generation int64  // changes whenever the object is written
+}
+
+// Objects reads every object under prefix, by name.
+func (s *Server) Objects(bucket, prefix string) (map[string]Stored, error) {
 	attrs, _, err := s.fake.ListObjectsWithOptions(bucket, fakestorage.ListOptions{Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string][]byte, len(attrs))
+	out := make(map[string]Stored, len(attrs))
 	for _, a := range attrs {
 		o, err := s.fake.GetObject(bucket, a.Name)
 		if err != nil {
 			return nil, err
 		}
-		out[a.Name] = o.Content
-	}
-	return out, nil
-}
-
-// Generations lists every object under prefix with its generation, which
-// changes whenever the object is written.
-func (s *Server) Generations(bucket, prefix string) (map[string]int64, error) {
-	attrs, _, err := s.fake.ListObjectsWithOptions(bucket, fakestorage.ListOptions{Prefix: prefix})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(attrs))
-	for _, a := range attrs {
-		out[a.Name] = a.Generation
+		out[a.Name] = Stored{Content: o.Content, Generation: a.Generation}
 	}
 	return out, nil
 }
