@@ -65,7 +65,8 @@ func (e *ForeignWriter) Unwrap() error { return ErrForeignWriter }
 // leaves the inventory empty removes the record, so the rows' next writer
 // may be anyone. An empty writer turns the check off.
 //
-// The result keeps b's optional capabilities (Probe, Close, WantsParts).
+// The result keeps b's optional capabilities (Probe, Close, WantsParts,
+// KeepsTargets).
 func Claimed(b Backend, c Claims, writer, adopt string) Backend {
 	if writer == "" || c == nil {
 		return b
@@ -89,13 +90,14 @@ func (c *claimed) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
 	if holder != "" && holder != c.writer && holder != c.adopt {
 		return Ack{}, &ForeignWriter{Inventory: key, Holder: holder, Self: c.writer}
 	}
-	if holder != c.writer && len(d.Next.Rows) > 0 {
+	holds := len(d.Next.Rows) > 0 || d.Next.Partial() // kept rows are still this writer's
+	if holder != c.writer && holds {
 		if err := c.c.SetWriter(ctx, id, c.writer); err != nil {
 			return Ack{}, fmt.Errorf("record the writer of inventory %s: %w", key, err)
 		}
 	}
 	ack, err := c.b.Export(ctx, d)
-	if err == nil && len(d.Next.Rows) == 0 && holder != "" {
+	if err == nil && !holds && holder != "" {
 		if err := c.c.SetWriter(ctx, id, ""); err != nil {
 			return ack, fmt.Errorf("remove the writer record of the emptied inventory %s: %w", key, err)
 		}
@@ -118,6 +120,9 @@ func (c *claimed) Close() {
 		cl.Close()
 	}
 }
+
+// KeepsTargets asks the wrapped backend.
+func (c *claimed) KeepsTargets() bool { return KeepsTargets(c.b) }
 
 // WantsParts asks the wrapped backend; one that does not say takes parts.
 func (c *claimed) WantsParts(snap *rows.Snapshot) bool {

@@ -52,6 +52,21 @@ type Backend interface {
 	Export(ctx context.Context, d *rows.Delta) (Ack, error)
 }
 
+// Keeper is a backend that can export a partial snapshot
+// (rows.Snapshot.Keep): it writes the snapshot's rows and leaves the rows
+// it holds of the kept targets as they are. A backend that cannot tell a
+// kept target's rows from others in what it holds (a document holding
+// every row) says false, and its binding waits for every target to list.
+type Keeper interface {
+	KeepsTargets() bool
+}
+
+// KeepsTargets reports whether b can export a partial snapshot.
+func KeepsTargets(b Backend) bool {
+	k, ok := b.(Keeper)
+	return ok && k.KeepsTargets()
+}
+
 // Snapshot is a backend that stores an inventory's whole current state
 // (Git, object stores).
 type Snapshot interface {
@@ -84,6 +99,12 @@ func (w whole) WantsParts(snap *rows.Snapshot) bool {
 		return pw.WantsParts(snap)
 	}
 	return true
+}
+
+// KeepsTargets asks the wrapped backend.
+func (w whole) KeepsTargets() bool {
+	k, ok := w.s.(Keeper)
+	return ok && k.KeepsTargets()
 }
 
 // Claims returns the wrapped backend's writer records, or nil.

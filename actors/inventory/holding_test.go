@@ -22,7 +22,11 @@ type deltas struct {
 	got []change
 }
 
-type change struct{ next, upserts, deletes []string }
+type change struct {
+	next, upserts, deletes []string
+	keep                   []string // the targets a partial snapshot keeps
+	full                   bool
+}
 
 func names(rs []*rows.Row) []string {
 	out := make([]string, 0, len(rs))
@@ -36,7 +40,7 @@ func names(rs []*rows.Row) []string {
 func (d *deltas) Export(_ context.Context, dl *rows.Delta) (sinks.Ack, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.got = append(d.got, change{names(dl.Next.Rows), names(dl.Upserts), names(dl.Deletes)})
+	d.got = append(d.got, change{names(dl.Next.Rows), names(dl.Upserts), names(dl.Deletes), dl.Next.Keep, dl.Full()})
 	return sinks.Ack{Rows: len(dl.Next.Rows)}, nil
 }
 
@@ -56,6 +60,13 @@ func (d *deltas) wait(t *testing.T, n int) []change {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// keeper is a backend that can keep targets' rows (a database).
+type keeper struct{ deltas }
+
+func (*keeper) KeepsTargets() bool { return true }
+
+func (d *deltas) count() int { d.mu.Lock(); defer d.mu.Unlock(); return len(d.got) }
 
 type lastReport struct {
 	mu  sync.Mutex
@@ -117,5 +128,73 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 	got = rec.wait(t, 3)[2]
 	if !slices.Equal(got.deletes, []string{"b1"}) || !slices.Equal(got.next, []string{"a2", "a3", "b2"}) {
 		t.Fatalf("the export after b listed was %+v", got)
+	}
+}
+
+// After a restart nothing has been acknowledged to carry a target's rows
+// over from: a target that cannot list then (a profile typo, a scope that
+// denies it) still holds only itself. A sink that can keep its rows apart
+// gets the others' rows in a partial snapshot and keeps what it holds of
+// the held target; one that cannot (a document) waits, and says so; once
+// the target lists, both reconcile in full.
+func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	silent := func() *actor.PID { return sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) }
+	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
+	typo := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "typo"}
+	db, doc, reports := &keeper{}, &deltas{}, &lastReport{}
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "restart", nil))
+	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
+		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
+			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: db},
+				{Inventory: "team/inv", Key: "snapshot/doc", Type: "doc", Backend: doc}}}})
+	}
+	row := func(from messages.TargetRef, name string) *rows.Row {
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "team", TargetName: from.Name, Version: "v1", Kind: "ConfigMap"}, Namespace: "team", Name: name, UID: name}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	pa := silent()
+	configure([]inventory.Target{{Ref: a, PID: pa}}, typo)
+	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true, Upserts: []*rows.Row{row(a, "a1"), row(a, "a2")}})
+	got := db.wait(t, 1)[0]
+	if !got.full || !slices.Equal(got.next, []string{"a1", "a2"}) || !slices.Equal(got.keep, []string{"typo"}) {
+		t.Fatalf("the database's first export after the restart was %+v, want a full export of a's rows keeping typo's", got)
+	}
+	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Upserts: []*rows.Row{row(a, "a3")}})
+	if got := db.wait(t, 2)[1]; !got.full || !slices.Equal(got.next, []string{"a1", "a2", "a3"}) || !slices.Equal(got.keep, []string{"typo"}) {
+		t.Fatalf("a's next change went out as %+v", got)
+	}
+	if n := doc.count(); n != 0 {
+		t.Fatalf("the document sink exported %d times while it could not keep typo's rows", n)
+	}
+	rep := reports.get()
+	waits := map[string]bool{}
+	for _, b := range rep.Bindings {
+		waits[b.Key] = b.Waits
+	}
+	if !rep.Holding || !waits["snapshot/doc"] || waits["database/db"] {
+		t.Fatalf("the report says holding=%v, waits=%v; want holding, with only the document sink waiting", rep.Holding, waits)
+	}
+
+	// typo is fixed and lists: both sinks reconcile in full, without it
+	// kept, and the document sink says it no longer waits.
+	configure([]inventory.Target{{Ref: a, PID: pa}, {Ref: typo, PID: silent()}})
+	sys.Root.Send(inv, &messages.RowsChanged{Target: typo, Replace: true, Upserts: []*rows.Row{row(typo, "t1")}})
+	want := []string{"a1", "a2", "a3", "t1"}
+	if got := db.wait(t, 3)[2]; !got.full || got.keep != nil || !slices.Equal(got.next, want) {
+		t.Fatalf("the database's export once typo listed was %+v, want a complete, full export", got)
+	}
+	if got := doc.wait(t, 1)[0]; !got.full || got.keep != nil || !slices.Equal(got.next, want) {
+		t.Fatalf("the document sink's first export was %+v", got)
+	}
+	for _, b := range reports.get().Bindings {
+		if b.Waits {
+			t.Fatalf("binding %s still reports waiting once every target listed", b.Key)
+		}
 	}
 }

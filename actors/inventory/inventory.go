@@ -14,6 +14,7 @@ import (
 	"kollect.dev/kollect/actors/pace"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
 )
 
 // Config is an inventory's desired state.
@@ -73,6 +74,10 @@ type BindingReport struct {
 	Permanent      bool
 	Circuit        sink.Circuit
 	Failures       int
+	// Waits says the binding exports nothing until every target has
+	// listed: its sink holds no export of this manager's, and its backend
+	// cannot keep the other targets' rows apart (a document layout).
+	Waits bool
 }
 
 // Report is the inventory's observed state.
@@ -401,6 +406,9 @@ func (a *actorState) export(ctx actor.Context) {
 	}
 	a.holding = false
 	a.dirty = false
+	for _, b := range a.bindings {
+		b.report.Waits = false
+	}
 	if len(a.bindings) == 0 {
 		a.sendReport() // nothing to export to: only the count matters
 		return
@@ -418,31 +426,56 @@ func (a *actorState) export(ctx actor.Context) {
 
 // exportHolding exports the rows of the targets that listed while others
 // have not (one denied by a scope, a profile typo, a kind that is not
-// served), to each binding that acknowledged an export since the manager
-// started: what that sink holds of the targets that have not listed is in
-// the snapshot it acknowledged, so the snapshot offered carries those rows
-// unchanged, and the sink neither rewrites nor deletes them. A binding
-// with no acknowledged export since the start cannot know what its sink
-// holds of them, and waits.
+// served). No sink may lose or have rewritten what it holds of the
+// targets that have not listed, which nobody has observed:
+//   - a binding whose sink acknowledged a complete export since the
+//     manager started is offered that export's rows of those targets
+//     unchanged beside the others' rows;
+//   - a binding without one (after a restart) whose backend can keep
+//     targets' rows is offered a partial snapshot (rows.Snapshot.Keep):
+//     the others' rows, with the held targets' rows left as the sink
+//     holds them;
+//   - any other binding cannot know what its sink holds of them, and
+//     waits (BindingReport.Waits).
 func (a *actorState) exportHolding(ctx actor.Context) {
 	held := a.heldTargets()
 	start := time.Now()
 	var base []*rows.Row
+	var partial *rows.Snapshot // one for every binding that keeps
 	a.holding = false
 	for _, b := range a.bindings {
-		if b.acked == nil {
-			continue
-		}
+		b.report.Waits = false
 		if base == nil {
 			base = a.rows.list(a.cfg.DedupeByUID)
 		}
-		snap := rows.NewSnapshot(a.cfg.ID, holding(base, b.acked.Rows, held, a.cfg.DedupeByUID), start)
+		var snap *rows.Snapshot
+		switch {
+		case b.acked != nil && !b.acked.Partial():
+			snap = rows.NewSnapshot(a.cfg.ID, holding(base, b.acked.Rows, held, a.cfg.DedupeByUID), start)
+		case sinks.KeepsTargets(b.cfg.Backend):
+			if partial == nil {
+				partial = rows.NewSnapshot(a.cfg.ID, holding(base, nil, held, a.cfg.DedupeByUID), start).Keeping(heldNames(held))
+			}
+			snap = partial
+		default:
+			b.report.Waits = true
+			continue
+		}
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
 		a.holding = true
 	}
 	if a.holding {
 		a.links = nil
 	}
+}
+
+// heldNames are the names of held, which a partial snapshot keeps.
+func heldNames(held []messages.TargetRef) []string {
+	out := make([]string, len(held))
+	for i, t := range held {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // heldTargets lists the targets that have not listed: missing ones and

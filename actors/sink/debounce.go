@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"slices"
 	"time"
 
 	"kollect.dev/kollect/pipeline/model/rows"
@@ -21,7 +22,8 @@ func (d Debounce) Decide(acked *rows.Snapshot, ackedAt time.Time, latest *rows.S
 	switch {
 	case latest == nil:
 		return false, 0
-	case acked == nil, acked.Checksum != latest.Checksum, acked.Inventory.Generation != latest.Inventory.Generation:
+	case acked == nil, acked.Checksum != latest.Checksum, acked.Inventory.Generation != latest.Inventory.Generation,
+		!slices.Equal(acked.Keep, latest.Keep): // a target listed, or stopped listing
 		return true, 0
 	case d.Interval <= 0:
 		return false, 0

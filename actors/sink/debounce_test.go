@@ -29,6 +29,10 @@ func TestDebounce(t *testing.T) {
 		{"unchanged within the interval waits", 30 * time.Second, snap("a", 1), snap("a", 1), t0.Add(10 * time.Second), false, 20 * time.Second},
 		{"unchanged after the interval re-exports", 30 * time.Second, snap("a", 1), snap("a", 1), t0.Add(30 * time.Second), true, 0},
 		{"interval 0 never re-exports unchanged content", 0, snap("a", 1), snap("a", 1), t0.Add(time.Hour), false, 0},
+		// The same rows, but the sink now keeps a held target's rows, or
+		// the held target listed: what the sink must hold changed.
+		{"a target stops listing exports at once", 0, snap("a", 1), snap("a", 1).Keeping([]string{"held"}), t0.Add(time.Second), true, 0},
+		{"a held target listing exports at once", 0, snap("a", 1).Keeping([]string{"held"}), snap("a", 1), t0.Add(time.Second), true, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -217,7 +217,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.metrics.ForgetBinding(a.cfg.Inventory, a.cfg.Key)
 		a.metrics.Forget("sink", a.cfg.Inventory+"/"+a.cfg.Key)
 	case *Offer:
-		if acked := a.slot.Acked; acked != nil && acked.Checksum == msg.Snapshot.Checksum && acked.Inventory.Generation == msg.Snapshot.Inventory.Generation {
+		if export, _ := (Debounce{}).Decide(a.slot.Acked, time.Time{}, msg.Snapshot); !export {
 			// The sink holds this content: skipped until the interval's
 			// heartbeat (upstream's debounce).
 			a.metrics.Debounced(a.controller())

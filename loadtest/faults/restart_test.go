@@ -217,8 +217,9 @@ func (r *rig) condition(typ string) (status, reason string, err error) {
 // TestARestartWhileATargetIsDegradedChangesNothing degrades the target
 // (its profile deleted, or a KollectScope refusing its kind: either way it
 // is frozen), restarts the manager, then lets the target recover: the
-// restarted manager waits for the target rather than export without it,
-// and nothing is written to any sink at any point.
+// restarted manager exports without it only to sinks that keep its rows
+// as they are (partial snapshots), the others wait, and nothing is
+// written to any sink at any point.
 func TestARestartWhileATargetIsDegradedChangesNothing(t *testing.T) {
 	profile := &unstructured.Unstructured{}
 	profile.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectProfile"})
@@ -262,7 +263,7 @@ func TestARestartWhileATargetIsDegradedChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.start()
-			eventually(t, time.Minute, "the restarted inventory waits for its degraded target", func() error {
+			eventually(t, time.Minute, "the restarted inventory holds its degraded target", func() error {
 				if s, reason, err := r.condition("Synced"); err != nil || s != "False" || reason != "WaitingForTargets" {
 					return fmt.Errorf("Synced=%s/%s (%v)", s, reason, err)
 				}

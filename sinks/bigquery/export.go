@@ -22,11 +22,24 @@ type export struct {
 	at       time.Time
 	sql      statements
 	staged   bool
+	// kept are the targets whose rows a partial snapshot leaves as the
+	// table holds them.
+	kept []string
 }
 
-// clear deletes every row of the inventory: the snapshot is empty.
+// keepParams are the parameters of a statement that leaves the kept
+// targets' rows alone.
+func (x *export) keepParams() []bigquery.QueryParameter {
+	if len(x.kept) == 0 {
+		return nil
+	}
+	return []bigquery.QueryParameter{keptParam(x.kept)}
+}
+
+// clear deletes every row of the inventory (but the kept targets'): the
+// snapshot is empty.
 func (x *export) clear(ctx context.Context) (sinks.Ack, error) {
-	deleted, err := x.dml(ctx, x.sql.deleteAll(), false)
+	deleted, err := x.dml(ctx, x.sql.deleteAll(len(x.kept) > 0), false, x.keepParams()...)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
@@ -45,7 +58,7 @@ func (x *export) full(ctx context.Context, rs []*rows.Row) (sinks.Ack, error) {
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	deleted, err := x.dml(ctx, x.sql.deleteUnstaged(), false)
+	deleted, err := x.dml(ctx, x.sql.deleteUnstaged(len(x.kept) > 0), false, x.keepParams()...)
 	if err != nil {
 		return sinks.Ack{}, err
 	}
@@ -132,9 +145,9 @@ func (x *export) stage(ctx context.Context, upserts, deletes []*rows.Row) (int64
 }
 
 // dml runs a data-manipulation statement and returns the rows it changed.
-func (x *export) dml(ctx context.Context, sql string, withTime bool) (int, error) {
+func (x *export) dml(ctx context.Context, sql string, withTime bool, extra ...bigquery.QueryParameter) (int, error) {
 	q := x.s.client.Query(sql)
-	q.Parameters = params(x.ns, x.name, x.s.cfg.Cluster, x.at, withTime)
+	q.Parameters = append(params(x.ns, x.name, x.s.cfg.Cluster, x.at, withTime), extra...)
 	job, err := x.run(ctx, q)
 	if err != nil {
 		return 0, err

@@ -183,6 +183,10 @@ func missingColumns(have bigquery.Schema) []string {
 	return out
 }
 
+// KeepsTargets reports that a full export can leave kept targets' rows
+// as the table holds them: every row names its target.
+func (s *Sink) KeepsTargets() bool { return true }
+
 // Export makes the table hold exactly d.Next for the inventory and this
 // sink's cluster.
 func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
@@ -190,7 +194,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		return sinks.Ack{}, err
 	}
 	id := d.Next.Inventory
-	x := &export{s: s, ns: id.Namespace, name: id.Name, at: time.Now().UTC().Truncate(time.Microsecond)}
+	x := &export{s: s, ns: id.Namespace, name: id.Name, at: time.Now().UTC().Truncate(time.Microsecond), kept: d.Next.Keep}
 	x.sql = newStatements(s.cfg.Project, s.cfg.Dataset, s.cfg.Table, s.stagingTable(id.Namespace, id.Name))
 	defer x.dropStage()
 

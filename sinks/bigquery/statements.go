@@ -14,6 +14,7 @@ const (
 	paramName       = "inventory_name"
 	paramCluster    = "cluster"
 	paramExportedAt = "exported_at"
+	paramKept       = "kept_targets"
 )
 
 // Schema is the table an ensure-mode sink creates (SEMANTICS §11.8).
@@ -84,18 +85,37 @@ WHERE ` + scopeCondition + `
   AND EXISTS (SELECT 1 FROM ` + s.stage + ` AS s WHERE s.op = 'delete' AND s.target_name = t.target_name AND s.source_uid = t.source_uid)`
 }
 
+// keepCondition leaves the rows of the targets a partial snapshot keeps
+// (@kept_targets) as they are.
+const keepCondition = `
+  AND t.target_name NOT IN UNNEST(@kept_targets)`
+
 // deleteUnstaged deletes the scope's rows the staging table does not hold:
-// it holds the whole snapshot.
-func (s statements) deleteUnstaged() string {
-	return `DELETE FROM ` + s.table + ` AS t
+// it holds the whole snapshot (but the kept targets' rows, when keeping).
+func (s statements) deleteUnstaged(keeping bool) string {
+	sql := `DELETE FROM ` + s.table + ` AS t
 WHERE ` + scopeCondition + `
   AND NOT EXISTS (SELECT 1 FROM ` + s.stage + ` AS s WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)`
+	if keeping {
+		sql += keepCondition
+	}
+	return sql
 }
 
-// deleteAll deletes every row of the scope: the snapshot is empty.
-func (s statements) deleteAll() string {
-	return `DELETE FROM ` + s.table + ` AS t
+// deleteAll deletes every row of the scope (but the kept targets' rows,
+// when keeping): the snapshot is empty.
+func (s statements) deleteAll(keeping bool) string {
+	sql := `DELETE FROM ` + s.table + ` AS t
 WHERE ` + scopeCondition
+	if keeping {
+		sql += keepCondition
+	}
+	return sql
+}
+
+// keptParam is the @kept_targets parameter of keepCondition.
+func keptParam(kept []string) bigquery.QueryParameter {
+	return bigquery.QueryParameter{Name: paramKept, Value: kept}
 }
 
 // count counts the scope's rows.

@@ -117,10 +117,14 @@ func (st State) fold(header func(string) string) {
 	}
 }
 
+// keyTarget is the target name a message key (Key) ends with.
+func keyTarget(k string) string { return k[strings.LastIndexByte(k, '/')+1:] }
+
 // Plan turns a delta into changes: deletes first (so an object recreated
 // under the same key ends as an upsert), then upserts. With a full delta
 // (the backend's state unknown) it compares against recovered, the state
-// folded from the stream, and publishes only what differs.
+// folded from the stream, and publishes only what differs; the live rows
+// of targets a partial snapshot keeps get no tombstone.
 func Plan(s Scope, d *rows.Delta, recovered State) []Change {
 	var out []Change
 	if d.Full() {
@@ -136,7 +140,7 @@ func Plan(s Scope, d *rows.Delta, recovered State) []Change {
 			ups = append(ups, Change{Key: k, Type: Upsert, Row: r, Sum: sum, ID: ChangeID(d.Export, k, Upsert, recovered[k], sum)})
 		}
 		for k, prev := range recovered {
-			if !live[k] {
+			if !live[k] && !d.Next.Keeps(keyTarget(k)) {
 				out = append(out, Change{Key: k, Type: Delete, ID: ChangeID(d.Export, k, Delete, prev, "")})
 			}
 		}

@@ -34,6 +34,7 @@ func TestGitConformance(t *testing.T) {
 			}
 			sinktest.Run(t, sinktest.Harness{
 				WholeObjects: c.layout.Mode != "perResource",
+				Untargeted:   true,
 				New: func(t *testing.T, cluster string) sinks.Backend {
 					l := c.layout
 					l.Cluster = cluster

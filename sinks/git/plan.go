@@ -107,7 +107,7 @@ func (s *Sink) planItems(ctx context.Context, l Layout, snap *rows.Snapshot, bas
 		pl  *plan
 		err error
 	)
-	if base != plumbing.ZeroHash && base == s.lastCommit && same != nil {
+	if base != plumbing.ZeroHash && base == s.lastCommit && same != nil && !snap.Partial() {
 		pl, err = s.planChangedItems(l, snap, edit, same, gone)
 	} else {
 		pl, err = s.planAllItems(l, snap, edit, same)
@@ -138,13 +138,17 @@ func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit, same 
 	if err := s.planIndex(l, snap, pl, edit, func(j int) string { return next[j].path }); err != nil {
 		return nil, err
 	}
-	if s.written != nil {
+	switch prefix := l.ownedPrefix(snap.Inventory); {
+	case snap.Partial():
+		// A file names no target: every file the sink owns stays, the
+		// kept targets' and the rest alike, until a complete export.
+	case s.written != nil:
 		for p := range s.written {
 			if _, ok := pl.files[p]; !ok {
 				pl.remove = append(pl.remove, p)
 			}
 		}
-	} else if prefix := l.ownedPrefix(snap.Inventory); prefix != "" && l.prefixIsOwn(snap.Inventory, prefix) {
+	case prefix != "" && l.prefixIsOwn(snap.Inventory, prefix):
 		// No record in the remote (written by an older version): the
 		// files under the item tree's fixed prefix are this inventory's
 		// only when that prefix names it, so a shared tree keeps others'.
@@ -166,7 +170,10 @@ func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit, same 
 		}
 	}
 	for p := range s.written {
-		if !written[p] {
+		switch {
+		case snap.Partial():
+			written[p] = true // kept: still the sink's
+		case !written[p]:
 			ch.drop = append(ch.drop, p)
 		}
 	}
@@ -175,6 +182,11 @@ func (s *Sink) planAllItems(l Layout, snap *rows.Snapshot, edit *treeEdit, same 
 	}
 	pl.apply = func() {
 		s.written, s.prevFiles, s.prev, s.itemBytes = written, next, snap.Rows, items
+		if snap.Partial() {
+			// The tree holds files the last export's rows do not name:
+			// the next export plans every row and removes what is stale.
+			s.prevFiles, s.prev = nil, nil
+		}
 	}
 	return pl, nil
 }

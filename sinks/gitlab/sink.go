@@ -119,6 +119,13 @@ func (s *Sink) branch(id rows.Identity) string {
 	return s.cfg.BranchPrefix + "/" + unsafe.ReplaceAllString(id.Namespace, "-") + "/" + unsafe.ReplaceAllString(id.Name, "-")
 }
 
+// KeepsTargets reports whether a partial snapshot can be exported: with a
+// file per row and no index of them, the files of kept targets stay as
+// they are. A document holds every target's rows.
+func (s *Sink) KeepsTargets() bool {
+	return s.cfg.Git.Layout.Mode == "perResource" && !s.cfg.Git.Layout.Index
+}
+
 // Export makes the branch hold snap's files in one commit.
 func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {
 	return s.ExportParts(ctx, snap, nil)
@@ -228,8 +235,15 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		bytes += int64(len(content))
 	}
 	gone := make([]string, 0)
-	for p := range owned {
-		if _, keep := next[p]; !keep && exist(p) {
+	for p, blob := range owned {
+		_, keep := next[p]
+		switch {
+		case !keep && snap.Partial():
+			// A file names no target: every file the sink owns stays,
+			// the kept targets' and the rest alike, until a complete
+			// export.
+			next[p] = blob
+		case !keep && exist(p):
 			gone = append(gone, p)
 		}
 	}
@@ -238,9 +252,16 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		actions = append(actions, action{Action: "delete", FilePath: p})
 	}
 	written := len(actions)
-	nextRecord, _ := json.Marshal(ownedRecord{Checksum: snap.Checksum, Files: next, Writer: s.writerOf(id, last.Writer)}) // keys sorted: stable bytes
+	sum := snap.Checksum
+	if snap.Partial() {
+		sum = "" // the branch holds more than snap
+	}
+	nextRecord, _ := json.Marshal(ownedRecord{Checksum: sum, Files: next, Writer: s.writerOf(id, last.Writer)}) // keys sorted: stable bytes
 	switch {
-	case len(files) == 0:
+	case snap.Partial() && written == 0:
+		// Nothing changed: the record of the last complete export still
+		// describes the branch.
+	case len(next) == 0:
 		if record != nil {
 			actions = append(actions, action{Action: "delete", FilePath: ownedPath})
 		}
@@ -250,6 +271,9 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		actions = append(actions, action{Action: "update", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64"})
 	}
 	ack := sinks.Ack{Rows: len(snap.Rows), Written: written, Bytes: bytes}
+	if snap.Partial() {
+		ack.Rows = len(next) // a file per row, the kept ones too
+	}
 	if len(actions) == 0 {
 		if exists {
 			return s.mergeRequest(ctx, id, br, head.Commit.ID, false, ack)

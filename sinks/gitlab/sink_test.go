@@ -58,6 +58,7 @@ func TestGitLabConformance(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sinktest.Run(t, sinktest.Harness{
 				WholeObjects: c.layout.Mode != "perResource",
+				Untargeted:   true,
 				New: func(t *testing.T, cluster string) sinks.Backend {
 					l := c.layout
 					l.Cluster = cluster

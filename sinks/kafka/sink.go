@@ -182,6 +182,10 @@ func (s *Sink) ensureTopic(ctx context.Context, cl *kgo.Client) error {
 	return nil
 }
 
+// KeepsTargets reports that a full export can leave kept targets' live
+// rows alone (no tombstone): every key names its target.
+func (s *Sink) KeepsTargets() bool { return true }
+
 // Export produces one record per change and returns once every record is
 // acknowledged.
 func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {

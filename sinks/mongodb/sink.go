@@ -155,6 +155,10 @@ func (s *Sink) Probe(ctx context.Context) error {
 	return s.prepare(ctx)
 }
 
+// KeepsTargets reports that a full export can leave kept targets'
+// documents as they are: every document names its target.
+func (s *Sink) KeepsTargets() bool { return true }
+
 // Export makes the collection hold exactly d.Next for the inventory and
 // this sink's cluster.
 func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
@@ -174,17 +178,17 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		err  error
 	)
 	switch {
-	case len(d.Next.Rows) == 0:
+	case len(d.Next.Rows) == 0 && !d.Next.Partial():
 		ack, next, err = w.clear(ctx)
 	case d.Full() || h == nil:
-		ack, next, err = w.reconcile(ctx, d.Next.Rows)
+		ack, next, err = w.reconcile(ctx, d.Next.Rows, d.Next)
 	default:
 		ack, next, err = w.delta(ctx, d, h)
 		if errors.Is(err, errDrift) {
 			// The collection is not what this sink wrote (someone edited
 			// it): reconcile against the whole snapshot.
 			var again sinks.Ack
-			again, next, err = w.reconcile(ctx, d.Next.Rows)
+			again, next, err = w.reconcile(ctx, d.Next.Rows, d.Next)
 			again.Written += ack.Written
 			again.Bytes += ack.Bytes
 			ack = again

@@ -187,8 +187,9 @@ type stored struct {
 // reconcile makes the scope hold exactly rs without knowing what it held:
 // it streams the keys and content hashes of the scope's documents, then
 // inserts the missing rows, replaces the changed ones and deletes the
-// documents rs does not hold. Only those writes are sent.
-func (w *writer) reconcile(ctx context.Context, rs []*rows.Row) (sinks.Ack, *held, error) {
+// documents rs does not hold, but those of the targets snap keeps (a
+// partial snapshot), which stay as they are. Only those writes are sent.
+func (w *writer) reconcile(ctx context.Context, rs []*rows.Row, snap *rows.Snapshot) (sinks.Ack, *held, error) {
 	index := make(map[pair]int, len(rs))
 	for i, r := range rs {
 		index[pair{r.TargetName, r.UID}] = i
@@ -199,7 +200,10 @@ func (w *writer) reconcile(ctx context.Context, rs []*rows.Row) (sinks.Ack, *hel
 		differs
 	)
 	state := make([]uint8, len(rs))
-	var stale []string
+	var (
+		stale []string
+		kept  int // documents that stay as they are
+	)
 	cur, err := w.s.coll.Find(ctx, w.sc.filter(), options.Find().
 		SetProjection(bson.D{{Key: fieldID, Value: 1}, {Key: fieldTarget, Value: 1}, {Key: fieldUID, Value: 1}, {Key: fieldHash, Value: 1}}).
 		SetBatchSize(1000))
@@ -214,6 +218,8 @@ func (w *writer) reconcile(ctx context.Context, rs []*rows.Row) (sinks.Ack, *hel
 		}
 		i, ok := index[pair{doc.Target, doc.UID}]
 		switch {
+		case !ok && snap.Keeps(doc.Target):
+			kept++ // a kept target's document, as it is
 		case !ok || state[i] != unseen || doc.ID != w.sc.id(doc.Target, doc.UID):
 			// Not in the snapshot, a second document for one row, or a
 			// document this sink did not write under its _id.
@@ -231,9 +237,8 @@ func (w *writer) reconcile(ctx context.Context, rs []*rows.Row) (sinks.Ack, *hel
 	_ = cur.Close(ctx)
 
 	var (
-		ops  []op
-		pre  []refusal
-		kept int
+		ops []op
+		pre []refusal
 	)
 	for i, r := range rs {
 		var (

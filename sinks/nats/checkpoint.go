@@ -86,7 +86,7 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 		s.sinceCheckpoint, s.setAside = map[string]int{}, map[string]bool{}
 	}
 	switch {
-	case setAside > 0:
+	case setAside > 0, d.Next.Partial(): // a kept target's rows are not in d.Next
 		s.setAside[key] = true
 	case d.Full():
 		delete(s.setAside, key)

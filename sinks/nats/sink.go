@@ -165,6 +165,10 @@ func (s *Sink) Probe(ctx context.Context) error {
 	return nil
 }
 
+// KeepsTargets reports that a full export can leave kept targets' live
+// rows alone (no tombstone): every key names its target.
+func (s *Sink) KeepsTargets() bool { return true }
+
 // Export publishes one message per change and returns once the server has
 // acknowledged every one.
 func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {

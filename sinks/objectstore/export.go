@@ -82,7 +82,22 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.P
 		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Now().UTC(),
 		ItemCount: len(snap.Rows), PartTotal: total, Objects: make(map[string]entry, len(objs))}
 	for _, o := range objs {
-		next.Objects[o.key] = entry{Hash: o.hash, Rows: len(o.rows)}
+		e := entry{Hash: o.hash, Rows: len(o.rows)}
+		if o.single {
+			e.Target = o.rows[0].TargetName
+		}
+		next.Objects[o.key] = e
+	}
+	if snap.Partial() {
+		// The objects of kept targets, and those whose target an earlier
+		// version did not record, stay as they are and in the manifest.
+		next.Checksum = "" // the manifest describes more than snap
+		for k, e := range old.Objects {
+			if _, ok := next.Objects[k]; !ok && (e.Target == "" || snap.Keeps(e.Target)) {
+				next.Objects[k] = e
+				next.ItemCount += e.Rows
+			}
+		}
 	}
 	// unknown: keys whose content the manifest does not vouch for.
 	unknown := make(map[string]bool, len(jr.Objects))
@@ -92,7 +107,7 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.P
 	checkAll := hadJournal && jr.Version < journalVersion
 	var writes []keyed
 	for _, o := range objs {
-		if !checkAll && !unknown[o.key] && old.Settings == next.Settings && old.Objects[o.key] == next.Objects[o.key] {
+		if !checkAll && !unknown[o.key] && old.Settings == next.Settings && old.Objects[o.key].holds(next.Objects[o.key]) {
 			continue // the bucket holds this content already
 		}
 		writes = append(writes, o)
@@ -115,13 +130,19 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.P
 			return sinks.Ack{}, err
 		}
 	}
-	ack := sinks.Ack{Rows: len(snap.Rows), Changed: true, Revision: shortSum(snap.Checksum)}
+	ack := sinks.Ack{Rows: next.ItemCount, Changed: true, Revision: shortSum(snap.Checksum)}
+	if snap.Partial() && len(changes) == 0 && !hadJournal {
+		// Nothing to write: the manifest stays the one of the last
+		// complete export, which still describes the bucket.
+		ack.Changed = false
+		return ack, nil
+	}
 	written, bytes, err := s.putAll(ctx, writes, unknown, checkAll)
 	ack.Written, ack.Bytes = written, bytes
 	if err != nil {
 		return sinks.Ack{}, err
 	}
-	if len(objs) > 0 {
+	if len(next.Objects) > 0 {
 		if err := s.writeJSON(ctx, mKey, next); err != nil {
 			return sinks.Ack{}, err
 		}

@@ -161,7 +161,14 @@ type manifest struct {
 type entry struct {
 	Hash string `json:"hash"`
 	Rows int    `json:"rows"`
+	// Target names the target of a perResource object's row, so that a
+	// partial export can leave a kept target's objects alone; "" in
+	// other layouts and in manifests of earlier versions.
+	Target string `json:"target,omitempty"`
 }
+
+// holds reports whether e describes the same content as o.
+func (e entry) holds(o entry) bool { return e.Hash == o.Hash && e.Rows == o.Rows }
 
 func (s *Store) metaKey(id rows.Identity, suffix string) string {
 	return s.key(path.Join(".kollect", s.enc.cluster, id.Namespace, id.Name+suffix))
@@ -179,6 +186,11 @@ func (s *Store) key(p string) string {
 func (s *Store) settings() string {
 	return strings.Join([]string{s.cfg.Format, s.cfg.Compression, s.cfg.Layout, s.cfg.PathTemplate, strings.Join(s.enc.hot, ","), s.enc.cluster}, "|")
 }
+
+// KeepsTargets reports whether a partial snapshot can be exported: in the
+// perResource layout each object holds one row and the manifest names its
+// target; a document or split object holds rows of every target.
+func (s *Store) KeepsTargets() bool { return s.cfg.Layout == PerResource }
 
 // Export makes the bucket hold snap: changed objects, then the manifest,
 // then the deletes.

@@ -120,6 +120,10 @@ func configureTLS(pc *pgxpool.Config, cfg Config) error {
 	return nil
 }
 
+// KeepsTargets reports that a full export can leave kept targets' rows
+// as the table holds them: every row names its target.
+func (s *Sink) KeepsTargets() bool { return true }
+
 // Close releases the connection pool.
 func (s *Sink) Close() { s.pool.Close() }
 
@@ -148,7 +152,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	w := writer{tx: tx, table: s.table, conflict: conflict, id: d.Next.Inventory, cluster: s.cfg.Cluster, now: time.Now().UTC()}
 	var ack sinks.Ack
 	if d.Full() {
-		ack, err = w.full(ctx, d.Next.Rows)
+		ack, err = w.full(ctx, d.Next.Rows, d.Next.Keep)
 	} else {
 		ack, err = w.delta(ctx, d)
 	}
@@ -157,7 +161,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		// edited it): reconcile against the whole snapshot. A row set
 		// aside may or may not have an older version in the table.
 		var again sinks.Ack
-		again, err = w.full(ctx, d.Next.Rows)
+		again, err = w.full(ctx, d.Next.Rows, d.Next.Keep)
 		ack.Written += again.Written
 		ack.Bytes += again.Bytes
 		ack.Rows = again.Rows

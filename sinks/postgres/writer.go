@@ -134,8 +134,9 @@ func rejections(bad []*rows.Row) []sinks.Rejection {
 
 // full writes every row and deletes the inventory's rows (of this
 // cluster) that the snapshot does not hold. A row set aside keeps what the
-// table held for it.
-func (w *writer) full(ctx context.Context, all []*rows.Row) (sinks.Ack, error) {
+// table held for it, as do the rows of the targets kept (a partial
+// snapshot: targets whose rows nobody has observed since the start).
+func (w *writer) full(ctx context.Context, all []*rows.Row, kept []string) (sinks.Ack, error) {
 	rs, bad := storable(all)
 	keepTargets, keepUIDs := make([]string, 0, len(bad)), make([]string, 0, len(bad))
 	for _, r := range bad {
@@ -158,8 +159,9 @@ func (w *writer) full(ctx context.Context, all []*rows.Row) (sinks.Ack, error) {
 WHERE t.inventory_namespace = $1 AND t.inventory_name = $2 AND t.cluster = $3
   AND NOT EXISTS (SELECT 1 FROM kollect_export_staging s WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)
   AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(target_name, source_uid)
-                  WHERE k.target_name = t.target_name AND k.source_uid = t.source_uid)`,
-		w.id.Namespace, w.id.Name, w.cluster, keepTargets, keepUIDs)
+                  WHERE k.target_name = t.target_name AND k.source_uid = t.source_uid)
+  AND NOT (t.target_name = ANY($6::text[]))`,
+		w.id.Namespace, w.id.Name, w.cluster, keepTargets, keepUIDs, append([]string{}, kept...))
 	if err != nil {
 		return sinks.Ack{}, fmt.Errorf("delete stale rows: %w", err)
 	}

@@ -42,6 +42,10 @@ type Harness struct {
 	// nil: the backend keeps writer records (sinks.Claims), which the
 	// suite wraps with sinks.Claimed.
 	NewWriter func(t *testing.T, cluster, writer, adopt string) sinks.Backend
+	// Untargeted marks a backend whose files do not say which target
+	// wrote them (Git): a partial export keeps every file it owns, so a
+	// row deleted meanwhile goes only with the next complete export.
+	Untargeted bool
 }
 
 // wrote checks an acknowledgement's Written count against n changed rows.
@@ -69,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TwoClustersNeverCollide", func(t *testing.T) { twoClusters(t, h) })
 	t.Run("OutageLosesNothing", func(t *testing.T) { outage(t, h) })
 	t.Run("ForeignWriterIsRefused", func(t *testing.T) { foreignWriter(t, h) })
+	t.Run("PartialSnapshotKeepsHeldTargets", func(t *testing.T) { keepTargets(t, h) })
 }
 
 // Binding mimics the sink actor: it remembers the last acknowledged
@@ -110,11 +115,18 @@ func (b *Binding) mustExport(t *testing.T, snap *rows.Snapshot) sinks.Ack {
 }
 
 // Rows builds n rows for target "shop"; version changes their content.
-func Rows(n int, version string) []*rows.Row {
+func Rows(n int, version string) []*rows.Row { return targetRows("shop", "app", n, version) }
+
+// targetRows builds n rows for target, objects named prefix-NNNN.
+func targetRows(target, prefix string, n int, version string) []*rows.Row {
 	out := make([]*rows.Row, 0, n)
+	uid := "uid-"
+	if prefix != "app" {
+		uid = "uid-" + prefix + "-"
+	}
 	for i := range n {
-		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: "shop", Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo",
-			Name: fmt.Sprintf("app-%04d", i), UID: fmt.Sprintf("uid-%04d", i)}, rows.AttributesOf(map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"}))
+		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "default", TargetName: target, Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "demo",
+			Name: fmt.Sprintf("%s-%04d", prefix, i), UID: fmt.Sprintf("%s%04d", uid, i)}, rows.AttributesOf(map[string]any{"image": "registry.example/app:" + version, "replicas": i % 5, "note": "<&>"}))
 		if err != nil {
 			panic(err)
 		}

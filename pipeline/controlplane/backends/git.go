@@ -59,3 +59,6 @@ func (p *probed) Probe(ctx context.Context) error { return p.probe(ctx) }
 
 // Claims returns the backend's writer records.
 func (p *probed) Claims() sinks.Claims { return p.claims }
+
+// KeepsTargets asks the adapted backend.
+func (p *probed) KeepsTargets() bool { return sinks.KeepsTargets(p.Backend) }

@@ -146,3 +146,6 @@ func (s *store) Close()                          { s.st.Close() }
 
 // Claims returns the store's writer records.
 func (s *store) Claims() sinks.Claims { return s.st }
+
+// KeepsTargets asks the adapted backend.
+func (s *store) KeepsTargets() bool { return sinks.KeepsTargets(s.Backend) }

@@ -205,8 +205,18 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	if len(rep.Waiting) > 0 && total > 0 {
 		msg := fmt.Sprintf("waiting for %d target(s) to list their objects before exporting: %s", len(rep.Waiting), strings.Join(rep.Waiting, ", "))
 		if rep.Holding {
-			msg = fmt.Sprintf("holding the rows of %d target(s) that have not listed their objects: %s; the other targets' rows are exported, and what the sinks hold of these stays as it is until they list (a sink with no export since the manager started waits)",
+			msg = fmt.Sprintf("holding the rows of %d target(s) that have not listed their objects: %s; the other targets' rows are exported, and what the sinks hold of these stays as it is until they list",
 				len(rep.Waiting), strings.Join(rep.Waiting, ", "))
+		}
+		var waits []string
+		for _, b := range rep.Bindings {
+			if b.Waits {
+				waits = append(waits, b.Key)
+			}
+		}
+		if len(waits) > 0 {
+			msg += fmt.Sprintf("; sink(s) %s export nothing until then: each writes every row into one document and has no export of this manager's to take the held rows from (a perResource layout would not wait)",
+				strings.Join(waits, ", "))
 		}
 		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
 		setCondition(&s.Conditions, TypeReady, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)

@@ -40,7 +40,15 @@ func (d *Delta) Empty() bool { return len(d.Upserts) == 0 && len(d.Deletes) == 0
 // NewSnapshot are in canonical order, so the common case walks both once
 // at a pointer comparison per row, hashing nothing. Snapshots built by
 // hand are matched by key.
+//
+// A partial snapshot (one that keeps targets' rows) on either side makes
+// the delta full: what the backend holds of the kept targets is in neither
+// snapshot, so the backend reconciles against what it holds, and a target
+// that lists again has its rows deleted meanwhile removed.
 func Diff(prev, next *Snapshot) *Delta {
+	if prev != nil && next != nil && (prev.Partial() || next.Partial()) {
+		prev = nil
+	}
 	d := &Delta{Prev: prev, Next: next}
 	if next == nil {
 		return d

@@ -71,3 +71,37 @@ func TestDiff(t *testing.T) {
 		})
 	}
 }
+
+// A partial snapshot (one that keeps targets' rows as the backend holds
+// them) on either side makes the delta full: neither side says what the
+// backend holds of the kept targets.
+func TestAPartialSnapshotMakesTheDeltaFull(t *testing.T) {
+	id := rows.Identity{Namespace: "default", Name: "inv"}
+	a, b := row(t, "t", "a", "1", "x"), row(t, "t", "b", "2", "x")
+	complete := rows.NewSnapshot(id, []*rows.Row{a, b}, time.Now())
+	partial := rows.NewSnapshot(id, []*rows.Row{a}, time.Now()).Keeping([]string{"held", "broken", "held"})
+	if !slices.Equal(partial.Keep, []string{"broken", "held"}) || !partial.Keeps("held") || partial.Keeps("t") || complete.Keeps("held") {
+		t.Fatalf("keep %v: Keeps(held)=%v Keeps(t)=%v", partial.Keep, partial.Keeps("held"), partial.Keeps("t"))
+	}
+	if complete.Keeping(nil) != complete || complete.Partial() || !partial.Partial() {
+		t.Fatal("Keeping(nil) must return the snapshot itself, complete")
+	}
+	for _, c := range []struct {
+		name       string
+		prev, next *rows.Snapshot
+		full       bool
+	}{
+		{"complete to complete", complete, complete, false},
+		{"complete to partial", complete, partial, true},
+		{"partial to complete", partial, complete, true},
+		{"partial to partial", partial, partial, true},
+	} {
+		d := rows.Diff(c.prev, c.next)
+		if d.Full() != c.full {
+			t.Errorf("%s: full=%v, want %v", c.name, d.Full(), c.full)
+		}
+		if c.full && len(d.Upserts) != len(c.next.Rows) {
+			t.Errorf("%s: a full delta upserts %d rows, want every row of next (%d)", c.name, len(d.Upserts), len(c.next.Rows))
+		}
+	}
+}

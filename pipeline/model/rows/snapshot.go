@@ -21,6 +21,12 @@ type Snapshot struct {
 	Rows       []*Row
 	Checksum   string
 	ExportedAt time.Time
+	// Keep names the targets (by name) whose rows the backend leaves as it
+	// holds them, neither rewritten nor deleted: targets that have not
+	// listed their objects since the manager started (one denied by a
+	// scope, a profile typo), whose rows nobody has observed. Rows holds
+	// none of their rows. Empty for a complete snapshot.
+	Keep []string
 
 	ordered bool // built here: Rows are in canonical order (Diff walks them)
 }
@@ -33,6 +39,31 @@ func NewSnapshot(id Identity, rs []*Row, at time.Time) *Snapshot {
 	}
 	return &Snapshot{Inventory: id, Rows: rs, Checksum: Checksum(rs), ExportedAt: at.UTC(), ordered: true}
 }
+
+// Keeping returns a copy of s that keeps the rows of targets (see Keep);
+// nil or none returns s.
+func (s *Snapshot) Keeping(targets []string) *Snapshot {
+	if len(targets) == 0 {
+		return s
+	}
+	c := *s
+	c.Keep = slices.Clone(targets)
+	slices.Sort(c.Keep)
+	c.Keep = slices.Compact(c.Keep)
+	return &c
+}
+
+// Keeps reports whether the backend leaves the rows of the target named
+// targetName as it holds them. Only the name is compared: a KollectTarget
+// and a KollectClusterTarget of one name are both kept, which keeps a row
+// for longer, never deletes one.
+func (s *Snapshot) Keeps(targetName string) bool {
+	return len(s.Keep) > 0 && slices.Contains(s.Keep, targetName)
+}
+
+// Partial reports whether s keeps some targets' rows as the backend holds
+// them: the backend holds more than Rows.
+func (s *Snapshot) Partial() bool { return len(s.Keep) > 0 }
 
 // Ordered reports whether Rows are known to be in canonical order: the
 // snapshot was built by NewSnapshot (or is a part of one), not by hand.

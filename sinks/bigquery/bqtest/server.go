@@ -77,7 +77,10 @@ type Statement struct {
 }
 
 // Param is a query parameter's type and value as sent.
-type Param struct{ Type, Value string }
+type Param struct {
+	Type, Value string
+	Values      []string // an ARRAY parameter's elements
+}
 
 // Start serves the fake on a loopback port; it stops when the test ends.
 func Start(tb testing.TB) *Server {

@@ -30,7 +30,9 @@ const (
 	deleteUnstagedShape = "DELETE FROM {T} AS t WHERE {SCOPE} AND NOT EXISTS (SELECT 1 FROM {T} AS s " +
 		"WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)"
 	deleteAllShape = "DELETE FROM {T} AS t WHERE {SCOPE}"
-	countShape     = "SELECT COUNT(*) AS n FROM {T} AS t WHERE {SCOPE}"
+	// keepShape ends a delete that leaves the kept targets' rows alone.
+	keepShape  = " AND t.target_name NOT IN UNNEST(@kept_targets)"
+	countShape = "SELECT COUNT(*) AS n FROM {T} AS t WHERE {SCOPE}"
 
 	// The writer records: one row per sink table, cluster and inventory.
 	writerKey         = "{SCOPE} AND t.sink_table = @sink_table"
@@ -56,6 +58,10 @@ var (
 		{compile(deleteStagedShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, true) }},
 		{compile(deleteUnstagedShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
 		{compile(deleteAllShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
+		{compile(deleteUnstagedShape + keepShape), "DELETE", append(slices.Clone(scopeParams), "kept_targets"),
+			func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
+		{compile(deleteAllShape + keepShape), "DELETE", append(slices.Clone(scopeParams), "kept_targets"),
+			func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
 		{compile(countShape), "SELECT", scopeParams, (*Server).count},
 		{compile(writerReadShape), "SELECT", append(slices.Clone(scopeParams), "sink_table"), (*Server).readWriter},
 		{compile(writerDeleteShape), "DELETE", append(slices.Clone(scopeParams), "sink_table"), (*Server).deleteWriter},
@@ -86,9 +92,17 @@ func (s *Server) query(project string, in *bq.Job, j *job) (*bq.JobStatistics, *
 	q := in.Configuration.Query
 	st := Statement{SQL: q.Query, Params: map[string]Param{}, DryRun: in.Configuration.DryRun}
 	for _, p := range q.QueryParameters {
-		if p.ParameterType != nil && p.ParameterValue != nil {
-			st.Params[p.Name] = Param{Type: p.ParameterType.Type, Value: p.ParameterValue.Value}
+		if p.ParameterType == nil || p.ParameterValue == nil {
+			continue
 		}
+		par := Param{Type: p.ParameterType.Type, Value: p.ParameterValue.Value}
+		if p.ParameterType.ArrayType != nil {
+			par.Type = "ARRAY<" + p.ParameterType.ArrayType.Type + ">"
+			for _, v := range p.ParameterValue.ArrayValues {
+				par.Values = append(par.Values, v.Value)
+			}
+		}
+		st.Params[p.Name] = par
 	}
 	s.log = append(s.log, st)
 	if q.UseLegacySql == nil || *q.UseLegacySql {
@@ -306,9 +320,17 @@ func (s *Server) deleteWhere(x *execution, staged bool) *jobError {
 			}
 		}
 	}
+	var keep []string
+	if p, ok := x.params["kept_targets"]; ok {
+		if p.Type != "ARRAY<STRING>" {
+			return errorf("invalidQuery", "parameter @kept_targets must be an ARRAY<STRING>, got %q", p.Type)
+		}
+		keep = p.Values
+	}
 	kept := target.rows[:0]
 	for _, r := range target.rows {
-		gone := x.inScope(r) && (keys == nil || keys[keyOf(r)] == staged)
+		name, _ := r.Values["target_name"].(string)
+		gone := x.inScope(r) && (keys == nil || keys[keyOf(r)] == staged) && !slices.Contains(keep, name)
 		if gone {
 			x.affected++
 			continue
