@@ -33,6 +33,7 @@ type Report struct {
 	Engine    *EngineResult  `json:"engine,omitempty"`
 	Cluster   *ClusterResult `json:"cluster,omitempty"`
 	Fleet     *FleetResult   `json:"fleet,omitempty"`
+	Tenants   *TenantsResult `json:"tenants,omitempty"`
 }
 
 func machine() Machine {
@@ -157,6 +158,17 @@ func (r *Report) table(b *strings.Builder) {
 		row("fleet: rows wrong in Git / Postgres / NATS (missing, stale, extra, another cluster's)",
 			fmt.Sprintf("%d / %d / %d", f.Wrong["git"], f.Wrong["postgres"], f.Wrong["nats"]))
 	}
+	if t := r.Tenants; t != nil {
+		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+		row("tenants: teams × objects each", fmt.Sprintf("%d × %d", t.Tenants, t.Objects/max(t.Tenants, 1)))
+		row("tenants: every inventory synced after the first pipeline was applied", ms(t.AllSynced))
+		row("tenants: every binding acknowledged after a restart", ms(t.RestartAcked))
+		row("tenants: Postgres connections, peak (before / after the restart)", fmt.Sprintf("%d / %d", t.PostgresConns, t.PostgresConnsRestart))
+		row("tenants: Git mirrors (bytes)", fmt.Sprintf("%d (%s)", t.GitMirrors, mib(t.GitMirrorBytes)))
+		row("tenants: /metrics series", fmt.Sprint(t.Series))
+		row("tenants: largest target status", fmt.Sprintf("%d bytes", t.TargetStatusBytes))
+		row("tenants: operator peak RSS, CPU (both processes)", fmt.Sprintf("%s, %.1f s", mib(t.PeakRSS), t.CPUSeconds))
+	}
 }
 
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
@@ -176,6 +188,9 @@ func (r *Report) markdown(b *strings.Builder) {
 func (r *Report) samples() []Sample {
 	if r.Cluster != nil {
 		return r.Cluster.Samples
+	}
+	if r.Tenants != nil {
+		return r.Tenants.Samples
 	}
 	if r.Engine != nil {
 		return r.Engine.Samples

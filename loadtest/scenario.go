@@ -14,7 +14,8 @@ import (
 type Scenario struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Mode: engine, cluster or fleet.
+	// Mode: engine, cluster, fleet or tenants (Namespaces is then the
+	// number of teams, each with its own pipeline and sinks).
 	Mode string `json:"mode"`
 	// Clusters, in fleet mode, is how many clusters (control planes and
 	// operators) export to the shared sinks; objects, namespaces and churn
@@ -77,8 +78,8 @@ func LoadScenario(path string) (Scenario, error) {
 	if err := yaml.UnmarshalStrict(b, &s); err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	if s.Objects <= 0 || (s.Mode != "engine" && s.Mode != "cluster" && s.Mode != "fleet") {
-		return s, fmt.Errorf("%s: want mode engine, cluster or fleet and objects > 0", path)
+	if s.Objects <= 0 || (s.Mode != "engine" && s.Mode != "cluster" && s.Mode != "fleet" && s.Mode != "tenants") {
+		return s, fmt.Errorf("%s: want mode engine, cluster, fleet or tenants and objects > 0", path)
 	}
 	if s.Mode == "fleet" && s.Clusters < 2 {
 		return s, fmt.Errorf("%s: a fleet has clusters: 2 or more", path)
@@ -111,6 +112,11 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.
 		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
 			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,
 			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, MemoryLimit: s.MemoryLimit, Log: logf})
+	case "tenants":
+		if kubeconfig != "" {
+			return r, fmt.Errorf("a tenants run starts its own control plane: drop -kubeconfig")
+		}
+		r.Tenants, err = RunTenants(ctx, TenantsOptions{Binary: binary, Tenants: s.Namespaces, Objects: s.Objects, Log: logf})
 	case "fleet":
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a fleet run starts its own control planes: drop -kubeconfig")

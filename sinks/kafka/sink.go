@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +48,10 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// DeliveryTimeout bounds how long a record is retried (default 10s).
 	DeliveryTimeout time.Duration
+	// Clients, when set, shares one producing client among the sinks of
+	// the same brokers, topic, credentials and TLS settings; nil gives the
+	// sink a client of its own.
+	Clients *sinks.Clients
 }
 
 // Sink produces row changes to one topic.
@@ -55,6 +61,7 @@ type Sink struct {
 
 	mu       sync.Mutex
 	client   *kgo.Client
+	release  func() // gives client back
 	ready    bool
 	replayed bool
 }
@@ -118,21 +125,31 @@ func (s *Sink) connect() (*kgo.Client, error) {
 	if s.client != nil {
 		return s.client, nil
 	}
-	cl, err := kgo.NewClient(s.opts...)
+	c := s.cfg
+	key := strings.Join([]string{strings.Join(c.Brokers, ","), c.Topic, c.Username, c.Password, strconv.FormatBool(c.TLS),
+		string(c.CA), strconv.FormatBool(c.InsecureSkipVerify), c.DeliveryTimeout.String()}, "\x00")
+	v, release, err := c.Clients.Acquire("kafka", key, func() (any, func(), error) {
+		cl, err := kgo.NewClient(s.opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cl, cl.Close, nil
+	})
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("kafka client: %w", err))
 	}
-	s.client = cl
-	return cl, nil
+	s.client, s.release = v.(*kgo.Client), release
+	return s.client, nil
 }
 
-// Close flushes nothing and closes the client.
+// Close flushes nothing and gives the client back: a shared client
+// closes with its last sink.
 func (s *Sink) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.client != nil {
-		s.client.Close()
-		s.client = nil
+		s.release()
+		s.client, s.release = nil, nil
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,15 +43,20 @@ type Config struct {
 	// command stays small, and servers that hold a resource per pending
 	// write (FerretDB holds a connection) are not exhausted.
 	Batch int
+	// Clients, when set, shares one client (a connection pool) among the
+	// sinks that reach the same servers with the same URI and TLS
+	// settings; nil gives the sink a client of its own.
+	Clients *sinks.Clients
 }
 
 // Sink writes inventories into one collection.
 type Sink struct {
 	cfg     Config
 	client  *mongo.Client
+	release func() // gives the client back (disconnects it when not shared)
 	coll    *mongo.Collection
-	secrets []string              // what redaction removes from messages
-	refused atomic.Pointer[error] // the last dial, when the guard refused it
+	secrets []string               // what redaction removes from messages
+	refused *atomic.Pointer[error] // the client's last dial, when the guard refused it
 
 	mu       sync.Mutex
 	prepared bool
@@ -92,7 +99,7 @@ func New(cfg Config) (*Sink, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("the MongoDB URI cannot be used: %s", sinks.Redact(err.Error(), secrets...)))
 	}
-	s := &Sink{cfg: cfg, secrets: secrets, state: map[scope]*held{}}
+	s := &Sink{cfg: cfg, secrets: secrets, state: map[scope]*held{}, refused: &atomic.Pointer[error]{}}
 	if cfg.Dial != nil {
 		// The driver reports a failed dial as "no server selected"; the
 		// sink remembers a refusal that retrying cannot fix, to say so.
@@ -122,12 +129,33 @@ func New(cfg Config) (*Sink, error) {
 		}
 		opts.SetTLSConfig(tc)
 	}
-	client, err := mongo.Connect(opts)
+	key := strings.Join([]string{cfg.URI, string(cfg.CA), strconv.FormatBool(cfg.InsecureSkipVerify)}, "\x00")
+	v, release, err := cfg.Clients.Acquire("mongodb", key, func() (any, func(), error) {
+		client, err := mongo.Connect(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		disconnect := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = client.Disconnect(ctx)
+		}
+		return &sharedClient{client: client, refused: s.refused}, disconnect, nil
+	})
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("mongodb client: %s", sinks.Redact(err.Error(), secrets...)))
 	}
-	s.client, s.coll = client, client.Database(cfg.Database).Collection(cfg.Collection)
+	sc := v.(*sharedClient)
+	s.client, s.refused, s.release = sc.client, sc.refused, release
+	s.coll = sc.client.Database(cfg.Database).Collection(cfg.Collection)
 	return s, nil
+}
+
+// sharedClient is a client and what its dialer last refused, shared by
+// the sinks that use it.
+type sharedClient struct {
+	client  *mongo.Client
+	refused *atomic.Pointer[error]
 }
 
 // dialer adapts a dial function to the driver's dialer.
@@ -137,12 +165,9 @@ func (d dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 	return d(ctx, network, addr)
 }
 
-// Close disconnects the client.
-func (s *Sink) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.client.Disconnect(ctx)
-}
+// Close gives the client back: a shared client disconnects with its last
+// sink.
+func (s *Sink) Close() { s.release() }
 
 // Probe pings the server and checks the collection is usable: created
 // with its index in mode ensure, present in mode existing.

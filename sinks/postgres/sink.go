@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,13 +37,28 @@ type Config struct {
 	// passes one that refuses forbidden endpoints at the address dialled;
 	// a refusal it marks permanent stays permanent.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clients, when set, shares one pool among the sinks that reach the
+	// same server with the same DSN and TLS settings (sharedMaxConns
+	// connections); nil gives the sink a pool of its own.
+	Clients *sinks.Clients
 }
+
+// A pool of one sink holds at most ownMaxConns connections; a pool shared
+// by every sink of one server, at most sharedMaxConns, and closes those
+// idle for sharedIdle: a thousand inventories on one server stay within a
+// default max_connections of 100.
+const (
+	ownMaxConns    = 4
+	sharedMaxConns = 8
+	sharedIdle     = time.Minute
+)
 
 // Sink writes inventories into one table.
 type Sink struct {
-	cfg   Config
-	pool  *pgxpool.Pool
-	table string // quoted "schema"."table"
+	cfg     Config
+	pool    *pgxpool.Pool
+	release func() // gives the pool back (closes it when not shared)
+	table   string // quoted "schema"."table"
 
 	mu       sync.Mutex
 	conflict string // the table's primary-key columns, quoted
@@ -70,7 +86,10 @@ func New(cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("the postgres DSN cannot be parsed: %s", redact(err.Error(), cfg.DSN)))
 	}
-	pc.MaxConns = 4
+	pc.MaxConns = ownMaxConns
+	if cfg.Clients != nil {
+		pc.MaxConns, pc.MaxConnIdleTime = sharedMaxConns, sharedIdle
+	}
 	pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	if err := configureTLS(pc, cfg); err != nil {
 		return nil, err
@@ -87,11 +106,18 @@ func New(cfg Config) (*Sink, error) {
 			return guarded(ctx, network, addr)
 		}
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	key := strings.Join([]string{cfg.DSN, string(cfg.CA), strconv.FormatBool(cfg.InsecureSkipVerify)}, "\x00")
+	v, release, err := cfg.Clients.Acquire("postgres", key, func() (any, func(), error) {
+		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pool, pool.Close, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres pool: %s", redact(err.Error(), cfg.DSN))
 	}
-	return &Sink{cfg: cfg, pool: pool, table: ident(cfg.Schema) + "." + ident(cfg.Table)}, nil
+	return &Sink{cfg: cfg, pool: v.(*pgxpool.Pool), release: release, table: ident(cfg.Schema) + "." + ident(cfg.Table)}, nil
 }
 
 func configureTLS(pc *pgxpool.Config, cfg Config) error {
@@ -124,8 +150,9 @@ func configureTLS(pc *pgxpool.Config, cfg Config) error {
 // as the table holds them: every row names its target.
 func (s *Sink) KeepsTargets() bool { return true }
 
-// Close releases the connection pool.
-func (s *Sink) Close() { s.pool.Close() }
+// Close gives the connection pool back: a shared pool closes with its
+// last sink.
+func (s *Sink) Close() { s.release() }
 
 // Probe connects, pings the server and checks the table is usable:
 // created in mode ensure, present with a primary key in mode existing.

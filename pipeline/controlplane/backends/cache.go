@@ -49,6 +49,8 @@ func (c *Cache) lookup(owner, fingerprint string) sinks.Backend {
 }
 
 func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) sinks.Backend {
+	var replaced []sinks.Backend
+	defer func() { closeLater(replaced) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.built == nil {
@@ -64,10 +66,7 @@ func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) si
 		case bad:
 			entry.lastGood = old.lastGood
 		default:
-			closeBackend(old.backend)
-			if old.lastGood != nil {
-				closeBackend(old.lastGood)
-			}
+			replaced = append(replaced, old.backend, old.lastGood)
 		}
 		if entry.dir == "" {
 			entry.dir = old.dir
@@ -113,14 +112,13 @@ func isFailing(b sinks.Backend) bool {
 // that is gone, and removes their state directories: a deleted
 // inventory's Git mirrors do not stay on the volume.
 func (c *Cache) Forget(owner string) {
+	var gone []sinks.Backend
+	defer func() { closeLater(gone) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, b := range c.built {
 		if strings.HasPrefix(key, owner+"|") {
-			closeBackend(b.backend)
-			if b.lastGood != nil {
-				closeBackend(b.lastGood)
-			}
+			gone = append(gone, b.backend, b.lastGood)
 			if b.dir != "" {
 				_ = os.RemoveAll(b.dir)
 			}
@@ -156,7 +154,8 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient, Writer: c.Registry.Writer})
+	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient, Writer: c.Registry.Writer,
+		Clients: c.Registry.Clients})
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}
@@ -187,4 +186,26 @@ func closeBackend(b sinks.Backend) {
 	if c, ok := b.(closer); ok {
 		c.Close()
 	}
+}
+
+// closeLater closes backends outside the cache's lock and off the
+// caller's path: closing a connection pool waits for the connections an
+// export still uses (a long COPY), which must stall neither this
+// reconcile nor another inventory's. A pool shared with other sinks'
+// backends closes with the last of them (sinks.Clients).
+func closeLater(bs []sinks.Backend) {
+	var cs []closer
+	for _, b := range bs {
+		if c, ok := b.(closer); ok {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	go func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
 }

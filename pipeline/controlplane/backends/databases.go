@@ -30,7 +30,7 @@ func postgresType() Type {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Dial = GuardedDial(env.Policy)
+			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
 			return postgres.New(cfg)
 		}}
 }
@@ -43,7 +43,7 @@ func mongodbType() Type {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Dial = GuardedDial(env.Policy)
+			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
 			return mongodb.New(cfg)
 		}}
 }

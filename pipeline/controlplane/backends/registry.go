@@ -60,6 +60,10 @@ type Env struct {
 	// Writer is this operator's writer id (Registry.Writer), for backends
 	// that record it themselves (event streams, in message headers).
 	Writer string
+	// Clients shares connection pools and broker clients among the
+	// backends of one server (nil: each backend opens its own, as a probe
+	// does).
+	Clients *sinks.Clients
 }
 
 // Types are the backends of this build, one line each.
@@ -90,7 +94,10 @@ type Registry struct {
 	// per inventory (sinks.Claims): the UID of its cluster's kube-system
 	// namespace unless --writer-id says otherwise; "" keeps no records.
 	Writer string
-	types  map[string]Type
+	// Clients are the connections every backend the cache builds shares
+	// with the others of its server.
+	Clients *sinks.Clients
+	types   map[string]Type
 }
 
 // Default is a registry of every backend this build implements, each
@@ -101,7 +108,7 @@ func Default(policy endpoint.Policy) *Registry {
 
 // New is a registry of the given types.
 func New(policy endpoint.Policy, types ...Type) *Registry {
-	r := &Registry{Policy: policy, types: map[string]Type{}}
+	r := &Registry{Policy: policy, Clients: &sinks.Clients{}, types: map[string]Type{}}
 	for _, t := range types {
 		r.types[t.Family+"/"+t.Name] = t
 	}

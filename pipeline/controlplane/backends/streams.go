@@ -40,7 +40,7 @@ func kafkaType() Type {
 			cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
-			cfg.Dial = GuardedDial(env.Policy)
+			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
 			return kafka.New(cfg)
 		}}
 }

@@ -19,19 +19,33 @@ import (
 // a scope, a sink or a target that changes requeues what it governs.
 func AllIn(c client.Reader, list client.ObjectList) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		l := list.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(l, func(item runtime.Object) error {
-			if co, ok := item.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
-			}
-			return nil
-		})
-		return reqs
+		return listIn(ctx, c, list, o.GetNamespace())
 	})
+}
+
+// Inside maps a Namespace object to every object of list's kind inside
+// it: a namespace whose labels change requeues only its own objects.
+func Inside(c client.Reader, list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return listIn(ctx, c, list, o.GetName())
+	})
+}
+
+// listIn is a request for every object of list's kind in namespace ("":
+// every namespace).
+func listIn(ctx context.Context, c client.Reader, list client.ObjectList, namespace string) []reconcile.Request {
+	l := list.DeepCopyObject().(client.ObjectList)
+	if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	_ = meta.EachListItem(l, func(item runtime.Object) error {
+		if co, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+		}
+		return nil
+	})
+	return reqs
 }
 
 // NamespaceWatcher announces namespaces that appear, go, or change labels

@@ -41,8 +41,10 @@ func (v Verdict) Degraded() bool { return v.Reason != "" }
 // Writer keeps, per object, the latest verdict of its reconciler and the
 // latest report of the engine, and writes their merge. It has no loop of
 // its own: a reconciler calls Write once per reconcile, and an engine
-// report enqueues a reconcile of its object through the kind's Source, so
-// controller-runtime's workqueue gives dedupe, back-off and concurrency.
+// report enqueues its object through the kind's Source for a status
+// controller that calls Refresh, so controller-runtime's workqueue gives
+// dedupe, back-off and concurrency, and a report costs one status patch,
+// never a reconcile.
 type Writer struct {
 	c        client.Client
 	interval time.Duration
@@ -97,9 +99,9 @@ type inventoryState struct {
 	report  *inventory.Report
 }
 
-// NewWriter builds a writer. An engine report re-reconciles its object at
-// most once per interval, so a busy cluster does not turn into a
-// status-write storm.
+// NewWriter builds a writer. An engine report refreshes its object's
+// status at most once per interval, so a busy cluster does not turn into
+// a status-write storm.
 func NewWriter(c client.Client, interval time.Duration) *Writer {
 	return &Writer{c: c, interval: interval, now: time.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
@@ -108,8 +110,9 @@ func NewWriter(c client.Client, interval time.Duration) *Writer {
 		series: newProfileSeries()}
 }
 
-// Source is the event source of a kind's controller: each engine report
-// about an object of that kind enqueues it, no sooner than the interval.
+// Source is the event source of a kind's status controller
+// (controllers.StatusController): each engine report about an object of
+// that kind enqueues it, no sooner than the interval.
 // Reports that arrived before the controller started are enqueued when it
 // starts.
 func (w *Writer) Source(kind Kind) source.Source {
@@ -149,6 +152,15 @@ func (w *Writer) Write(ctx context.Context, key Key, v Verdict) error {
 		w.inventory(key).verdict = &v
 	}
 	w.mu.Unlock()
+	return w.Refresh(ctx, key)
+}
+
+// Refresh patches the object's status with the reconciler's last verdict
+// and the engine's latest report, without a new verdict: what an engine
+// report needs (an export acknowledged, a count), which must not cost a
+// reconcile (reading sinks, Secrets, scopes, compiling profiles). An
+// object without a verdict yet waits for its reconcile.
+func (w *Writer) Refresh(ctx context.Context, key Key) error {
 	var err error
 	if key.isTarget() {
 		err = w.writeTarget(ctx, key)

@@ -56,6 +56,9 @@ type Reconciler struct {
 // and sinks requeue every cluster inventory (there are few).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(r.all)
+	if err := controllers.StatusController(mgr, "kollectclusterinventory", status.ClusterInventory, r.Status, r.Tuning); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectclusterinventory").
 		For(&kollectv1alpha1.KollectClusterInventory{}, builder.WithPredicates(controllers.SpecChanged())).
@@ -66,7 +69,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, all).
 		Watches(&kollectv1alpha1.KollectScope{}, all). // the interval floor of sinkNamespace
-		WatchesRawSource(r.Status.Source(status.ClusterInventory)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclusterinventory", r))
 }

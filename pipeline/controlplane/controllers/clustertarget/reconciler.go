@@ -51,12 +51,14 @@ type Reconciler struct {
 // cluster target (there are few).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applied = map[string]string{}
+	if err := controllers.StatusController(mgr, "kollectclustertarget", status.ClusterTarget, r.Status, r.Tuning); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollectclustertarget").
 		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
-		WatchesRawSource(r.Status.Source(status.ClusterTarget)).
 		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectClusterTargetList{})).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -51,6 +52,7 @@ type StatusWriter interface {
 	Write(ctx context.Context, key status.Key, v status.Verdict) error
 	Forget(key status.Key)
 	Source(kind status.Kind) source.Source
+	Refresh(ctx context.Context, key status.Key) error
 }
 
 // Reconciler reconciles KollectInventories.
@@ -69,9 +71,16 @@ type Reconciler struct {
 // inventories of their namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toInventories := controllers.AllIn(r.Client, &kollectv1alpha1.KollectInventoryList{})
+	if err := controllers.StatusController(mgr, "kollectinventory", status.Inventory, r.Status, r.Tuning); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if !r.Tenant {
-		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged()))
+		// A cluster target is expected only where its selection may
+		// collect: a namespace's labels decide that for its inventories.
+		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
+			Watches(&corev1.Namespace{}, controllers.Inside(r.Client, &kollectv1alpha1.KollectInventoryList{}),
+				builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
 	return b.
 		Named("kollectinventory").
@@ -85,8 +94,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kollectv1alpha1.KollectTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
 		// A scope change re-checks the inventories of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, toInventories).
-		// Engine reports (exports acknowledged, counts) arrive as events.
-		WatchesRawSource(r.Status.Source(status.Inventory)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectinventory", r))
 }

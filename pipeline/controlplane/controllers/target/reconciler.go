@@ -59,6 +59,7 @@ type StatusWriter interface {
 	Write(ctx context.Context, key status.Key, v status.Verdict) error
 	Forget(key status.Key)
 	Source(kind status.Kind) source.Source
+	Refresh(ctx context.Context, key status.Key) error
 }
 
 // Namespaces lists namespaces for status.
@@ -122,15 +123,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("index targets by profile: %w", err)
 	}
+	// Engine reports (counts, extraction failures) refresh status alone.
+	if err := controllers.StatusController(mgr, "kollecttarget", status.Target, r.Status, r.Tuning); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kollecttarget").
 		For(&kollectv1alpha1.KollectTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectTargetList{})).
-		// Engine reports (counts, extraction failures) and namespace
-		// changes (the matched and effective lists) arrive as events.
-		WatchesRawSource(r.Status.Source(status.Target)).
+		// Namespace changes (the matched and effective lists) arrive as
+		// events.
 		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectTargetList{})).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollecttarget", r))

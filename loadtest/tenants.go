@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/pipeline/tools/manifests"
+	"kollect.dev/kollect/sinks/postgres/pgtest"
+)
+
+// TenantsOptions shape a tenants run: many teams on one operator, each in
+// its own namespace with its own profile, target and inventory, all bound
+// to the same three servers (PostgreSQL, Kafka, a Git repository) through
+// sinks of their own.
+type TenantsOptions struct {
+	Binary  string
+	Tenants int
+	// Objects in all (ConfigMaps), spread evenly over the tenants.
+	Objects int
+	Log     func(format string, a ...any)
+}
+
+// TenantsResult is what a tenants run measured.
+type TenantsResult struct {
+	Tenants int `json:"tenants"`
+	Objects int `json:"objects"`
+	// AllSynced is how long after the first pipeline was applied every
+	// inventory had every sink acknowledged (Synced=True).
+	AllSynced time.Duration `json:"allSyncedNs"`
+	// RestartAcked is how long after a restarted operator started every
+	// binding of every inventory acknowledged an export again.
+	RestartAcked time.Duration `json:"restartAckedNs"`
+	// PostgresConns is the most connections the operator held to the
+	// PostgreSQL server, sampled, before and after the restart.
+	PostgresConns        int `json:"postgresConnections"`
+	PostgresConnsRestart int `json:"postgresConnectionsAfterRestart"`
+	// PostgresRows are the rows the table holds at the end.
+	PostgresRows int `json:"postgresRows"`
+	// GitMirrors and GitMirrorBytes are the operator's Git mirrors.
+	GitMirrors     int   `json:"gitMirrors"`
+	GitMirrorBytes int64 `json:"gitMirrorBytes"`
+	// Series is how many series the operator's /metrics serves.
+	Series int `json:"metricSeries"`
+	// TargetStatusBytes is the largest target status, as JSON.
+	TargetStatusBytes int `json:"targetStatusBytes"`
+	// PeakRSS and CPUSeconds are the operator's, over the whole run.
+	PeakRSS    int64    `json:"peakRSSBytes"`
+	CPUSeconds float64  `json:"cpuSeconds"`
+	Samples    []Sample `json:"samples,omitempty"`
+}
+
+// RunTenants applies every tenant's pipeline, waits until every binding is
+// acknowledged, restarts the operator and waits again, and measures what
+// grows with the number of tenants.
+func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	dir, err := os.MkdirTemp("", "kollect-tenants-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	pg, err := pgtest.New()
+	if err != nil {
+		return nil, err
+	}
+	defer pg.Close()
+	broker, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kfake.NewCluster(kfake.Ports(broker), kfake.NumBrokers(1))
+	if err != nil {
+		return nil, err
+	}
+	defer kc.Close()
+	bare := filepath.Join(dir, "inventory.git")
+	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", bare).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git init: %v: %s", err, out)
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig, "tenants"); err != nil {
+		return nil, err
+	}
+	op, err := startOperator(ctx, o.Binary, kubeconfig, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { op.stop() }()
+	db, err := pgx.Connect(ctx, pg.DSN(""))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close(context.Background())
+	conns := &connSampler{db: db}
+	stopConns := conns.start(ctx)
+
+	res := &TenantsResult{Tenants: o.Tenants, Objects: o.Objects}
+	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	logf("applying %d tenants' pipelines (each: profile, target, inventory, Postgres, Kafka and Git sinks) and %d ConfigMaps", o.Tenants, o.Objects)
+	start := time.Now()
+	objs := newObjects(o.Objects, o.Tenants, 0)
+	for i := range o.Tenants {
+		ns := loadNamespace(i)
+		if err := createNamespace(ctx, env.Client, ns, nil); err != nil {
+			return nil, err
+		}
+		text := strings.NewReplacer("{{NS}}", ns, "{{DSN}}", pg.DSN(""), "{{BROKER}}", fmt.Sprintf("127.0.0.1:%d", broker),
+			"{{REMOTE}}", "file://"+bare).Replace(tenantPipeline)
+		objects, err := manifests.Decode(strings.NewReader(text))
+		if err == nil {
+			err = manifests.Apply(ctx, env.Client, "loadtest", objects)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tenant %s: %w", ns, err)
+		}
+	}
+	if err := createObjects(ctx, env.Client, objs, 0, "v0"); err != nil {
+		return nil, err
+	}
+	if err := waitInventories(ctx, env.Client, o.Tenants, 10*time.Minute, func(u *unstructured.Unstructured) bool {
+		return condition(u, "Synced") == "True"
+	}); err != nil {
+		return res, fmt.Errorf("every inventory synced: %w (operator log ends: %s)", err, op.Tail(2000))
+	}
+	res.AllSynced = time.Since(start)
+	res.PostgresConns = conns.reset()
+	logf("every tenant's inventory synced %v after the first pipeline was applied; at most %d Postgres connections",
+		res.AllSynced.Round(time.Millisecond), res.PostgresConns)
+
+	logf("restarting the operator")
+	op.stop()
+	restarted := time.Now()
+	if op, err = startOperator(ctx, o.Binary, kubeconfig, dir, nil); err != nil {
+		return res, err
+	}
+	smp2 := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	if err := waitInventories(ctx, env.Client, o.Tenants, 10*time.Minute, func(u *unstructured.Unstructured) bool {
+		return exportedSince(u, restarted)
+	}); err != nil {
+		return res, fmt.Errorf("every binding acknowledged after the restart: %w", err)
+	}
+	res.RestartAcked = time.Since(restarted)
+	res.PostgresConnsRestart = conns.reset()
+	stopConns()
+	logf("every binding acknowledged %v after the restart; at most %d Postgres connections", res.RestartAcked.Round(time.Millisecond), res.PostgresConnsRestart)
+
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM inventory_items`).Scan(&res.PostgresRows); err != nil {
+		return res, err
+	}
+	if f, err := scrape(op.MetricsAddr); err == nil {
+		for _, mf := range f {
+			res.Series += len(mf.GetMetric())
+		}
+	}
+	res.GitMirrors, res.GitMirrorBytes = mirrors(filepath.Join(dir, "mirrors"))
+	res.TargetStatusBytes, err = largestStatus(ctx, env.Client, "KollectTargetList")
+	if err != nil {
+		return res, err
+	}
+	res.Samples = append(smp.finish(), smp2.finish()...)
+	for _, s := range res.Samples {
+		res.PeakRSS = max(res.PeakRSS, s.RSSBytes)
+	}
+	res.CPUSeconds = lastCPU(res.Samples)
+	if res.PostgresRows != o.Objects {
+		return res, fmt.Errorf("the table holds %d rows, want %d", res.PostgresRows, o.Objects)
+	}
+	return res, nil
+}
+
+// lastCPU adds the CPU seconds of the two operator processes: each
+// sampler's last reading is its process's total.
+func lastCPU(samples []Sample) float64 {
+	total, last := 0.0, 0.0
+	for _, s := range samples {
+		if s.CPUSeconds < last { // the second process's first reading
+			total += last
+		}
+		last = s.CPUSeconds
+	}
+	return total + last
+}
+
+// connSampler samples the connections the PostgreSQL server holds for its
+// database, less its own, and keeps the peak.
+type connSampler struct {
+	db   *pgx.Conn
+	mu   sync.Mutex
+	peak int
+}
+
+func (c *connSampler) start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var n int
+			if err := c.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()`).Scan(&n); err == nil {
+				c.mu.Lock()
+				c.peak = max(c.peak, n)
+				c.mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// reset returns the peak since the last reset.
+func (c *connSampler) reset() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.peak
+	c.peak = 0
+	return p
+}
+
+// waitInventories polls every KollectInventory until n of them satisfy ok.
+func waitInventories(ctx context.Context, c client.Client, n int, limit time.Duration, ok func(*unstructured.Unstructured) bool) error {
+	deadline := time.Now().Add(limit)
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectInventoryList"})
+		err := c.List(ctx, list)
+		done := 0
+		if err == nil {
+			for i := range list.Items {
+				if ok(&list.Items[i]) {
+					done++
+				}
+			}
+			if done == n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%d of %d inventories after %v (%v)", done, n, limit, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func condition(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// exportedSince reports whether every binding of u acknowledged an export
+// at or after t.
+func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
+	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
+	if len(exports) != 3 {
+		return false
+	}
+	for _, e := range exports {
+		m, _ := e.(map[string]any)
+		at, _ := m["lastExportTime"].(string)
+		ts, err := time.Parse(time.RFC3339, at)
+		if err != nil || ts.Before(t.Truncate(time.Second)) {
+			return false
+		}
+	}
+	return true
+}
+
+// mirrors counts the Git mirrors under dir and their bytes.
+func mirrors(dir string) (int, int64) {
+	n, size := 0, int64(0)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && d.Name() == "objects" {
+			n++
+		}
+		if info, err := d.Info(); err == nil && !d.IsDir() {
+			size += info.Size()
+		}
+		return nil
+	})
+	return n, size
+}
+
+// largestStatus is the size of the largest status of kind's objects.
+func largestStatus(ctx context.Context, c client.Client, listKind string) (int, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: listKind})
+	if err := c.List(ctx, list); err != nil {
+		return 0, err
+	}
+	largest := 0
+	for _, u := range list.Items {
+		b, _ := json.Marshal(u.Object["status"])
+		largest = max(largest, len(b))
+	}
+	return largest, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tenantPipeline is one team's pipeline in its own namespace: its
+// ConfigMaps, exported through sinks of its own to the servers every team
+// shares.
+const tenantPipeline = `apiVersion: kollect.dev/v1alpha1
+kind: KollectProfile
+metadata: {name: configmaps, namespace: '{{NS}}'}
+spec:
+  targetGVK: {group: core, version: v1, kind: ConfigMap}
+  attributes: [{name: version, path: '$.data.version'}]
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: configmaps, namespace: '{{NS}}'}
+spec:
+  profileRef: configmaps
+  labelSelector: {matchLabels: {app: loadtest}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: dsn, namespace: '{{NS}}'}
+stringData: {dsn: '{{DSN}}'}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectDatabaseSink
+metadata: {name: pg, namespace: '{{NS}}'}
+spec:
+  type: postgres
+  postgres: {databaseRef: {name: dsn}, table: inventory_items}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectEventSink
+metadata: {name: log, namespace: '{{NS}}'}
+spec:
+  type: kafka
+  kafka: {brokers: ['{{BROKER}}'], topic: inventory}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: git, namespace: '{{NS}}'}
+spec:
+  type: git
+  endpoint: '{{REMOTE}}'
+  layout: {mode: perResource, content: attributes}
+---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectInventory
+metadata: {name: team, namespace: '{{NS}}'}
+spec:
+  snapshotSinkRefs: [git]
+  databaseSinkRefs: [pg]
+  eventSinkRefs: [log]`

@@ -1,0 +1,82 @@
+package sinks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+)
+
+// Clients shares one client (a connection pool, a broker client) among the
+// backends that reach the same server with the same credentials and
+// settings, so a thousand inventories bound to one PostgreSQL server hold
+// one pool, not a thousand. A backend acquires its client when it is
+// built and releases it when it is closed; the last release closes the
+// client. Every backend that uses one Clients must dial through the same
+// endpoint policy: the policy is not part of the key.
+type Clients struct {
+	mu sync.Mutex
+	m  map[string]*shared
+}
+
+type shared struct {
+	v     any
+	close func()
+	refs  int
+}
+
+// Acquire returns the client of kind for key (everything that makes two
+// clients differ: address, credentials, TLS, options), opening it with
+// open when none is held. release gives it back; call it once. A nil
+// Clients opens a client of the caller's own.
+func (c *Clients) Acquire(kind, key string, open func() (any, func(), error)) (v any, release func(), err error) {
+	if c == nil {
+		v, closeFn, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, onlyOnce(closeFn), nil
+	}
+	sum := sha256.Sum256([]byte(kind + "\x00" + key)) // the key holds credentials: kept hashed
+	id := hex.EncodeToString(sum[:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[id]
+	if !ok {
+		v, closeFn, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.m == nil {
+			c.m = map[string]*shared{}
+		}
+		s = &shared{v: v, close: closeFn}
+		c.m[id] = s
+	}
+	s.refs++
+	return s.v, onlyOnce(func() { c.release(id, s) }), nil
+}
+
+func (c *Clients) release(id string, s *shared) {
+	c.mu.Lock()
+	s.refs--
+	last := s.refs == 0
+	if last {
+		delete(c.m, id)
+	}
+	c.mu.Unlock()
+	if last {
+		s.close() // outside the lock: a pool waits for its connections in use
+	}
+}
+
+// Open counts the clients held, for metrics and tests.
+func (c *Clients) Open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+func onlyOnce(f func()) func() {
+	var once sync.Once
+	return func() { once.Do(f) }
+}

@@ -1,0 +1,46 @@
+package sinks_test
+
+import (
+	"errors"
+	"testing"
+
+	"kollect.dev/kollect/sinks"
+)
+
+func TestClientsShareOnePerKeyAndCloseWithTheLast(t *testing.T) {
+	var c sinks.Clients
+	opened, closed := map[string]int{}, map[string]int{}
+	open := func(key string) func() (any, func(), error) {
+		return func() (any, func(), error) {
+			opened[key]++
+			return key, func() { closed[key]++ }, nil
+		}
+	}
+	v1, r1, _ := c.Acquire("postgres", "a", open("a"))
+	v2, r2, _ := c.Acquire("postgres", "a", open("a"))
+	_, r3, _ := c.Acquire("mongodb", "a", open("mongo a")) // another kind: another client
+	_, r4, _ := c.Acquire("postgres", "b", open("b"))
+	if v1 != v2 || opened["a"] != 1 || c.Open() != 3 {
+		t.Fatalf("one key opened %d clients (%v, %v); %d open, want 3", opened["a"], v1, v2, c.Open())
+	}
+	r1()
+	r1() // a second release of one acquisition is ignored
+	if closed["a"] != 0 {
+		t.Fatal("the client closed while another backend holds it")
+	}
+	r2()
+	r3()
+	r4()
+	if closed["a"] != 1 || closed["mongo a"] != 1 || closed["b"] != 1 || c.Open() != 0 {
+		t.Fatalf("closed %v, %d open; want each closed once, none open", closed, c.Open())
+	}
+	if _, _, err := c.Acquire("postgres", "bad", func() (any, func(), error) { return nil, nil, errors.New("refused") }); err == nil || c.Open() != 0 {
+		t.Fatalf("a client that failed to open: %v, %d open", err, c.Open())
+	}
+	var none *sinks.Clients // no sharing: a client of one's own
+	_, r, _ := none.Acquire("postgres", "a", open("a"))
+	r()
+	if opened["a"] != 2 || closed["a"] != 2 {
+		t.Fatalf("without Clients: opened %d, closed %d, want 2 and 2", opened["a"], closed["a"])
+	}
+}
