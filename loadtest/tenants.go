@@ -352,6 +352,7 @@ kind: KollectTarget
 metadata: {name: configmaps, namespace: '{{NS}}'}
 spec:
   profileRef: configmaps
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: '{{NS}}'}}
   labelSelector: {matchLabels: {app: loadtest}}
 ---
 apiVersion: v1

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 )
 
@@ -79,6 +80,59 @@ func TestClustersPushingToOneRepositoryAllLand(t *testing.T) {
 				t.Fatalf("commit %s lacks cluster %s's files, which an earlier commit had:\n%s", commit, c, files)
 			}
 			seen[c] = seen[c] || has
+		}
+	}
+}
+
+// TestSinksOfOneProcessTakeTurnsOnABranch: many inventories of one
+// operator on one repository (a team per namespace) share the branch's
+// turn, so their exports queue instead of racing: none is rebuilt on
+// another's tip, and every one lands.
+func TestSinksOfOneProcessTakeTurnsOnABranch(t *testing.T) {
+	bare := remote(t)
+	clients := &sinks.Clients{}
+	const teams, rounds = 12, 3
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conflicts := 0
+	errs := make(chan error, teams*rounds)
+	for i := range teams {
+		team := fmt.Sprintf("team-%02d", i)
+		s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Clients: clients,
+			Layout: git.Layout{Mode: "perResource", Content: "attributes", Cluster: team}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				ack, err := s.Export(context.Background(), snap(row(t, "web-"+team, fmt.Sprintf("web:%d", r))))
+				if err != nil {
+					errs <- fmt.Errorf("%s, round %d: %w", team, r, err)
+				}
+				mu.Lock()
+				conflicts += ack.Conflicts
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if conflicts != 0 {
+		t.Errorf("%d pushes of one process were rebuilt on another's tip: the sinks raced instead of taking turns", conflicts)
+	}
+	if got := clients.Open(); got != 1 {
+		t.Errorf("%d turns held for one branch, want 1", got)
+	}
+	for i := range teams {
+		team := fmt.Sprintf("team-%02d", i)
+		if got := gitCmd(t, bare, "show", "main:"+team+"/demo/deployment/web-"+team+".yaml"); !strings.Contains(got, fmt.Sprintf("web:%d", rounds-1)) {
+			t.Errorf("%s: the branch holds\n%s\nwant its last round", team, got)
 		}
 	}
 }

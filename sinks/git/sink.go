@@ -54,6 +54,11 @@ type Config struct {
 	// mirror's garbage (default 200).
 	GCEvery int
 	Layout  Layout
+	// Clients, when set, shares one turn per remote and branch among the
+	// sinks of this process: their exports to one branch take turns
+	// instead of racing each other's pushes, where each lost race fetches,
+	// rebuilds and pushes again (many inventories on one repository).
+	Clients *sinks.Clients
 }
 
 // Sink exports snapshots to one branch of one remote.
@@ -63,6 +68,10 @@ type Sink struct {
 	repo    *gogit.Repository
 	sshAuth transport.AuthMethod
 	stage   *stage // the objects of the export under way
+	// turn is the branch's: held for an export, shared by this process's
+	// sinks of the branch; release gives it back.
+	turn    chan struct{}
+	release func()
 
 	// The last pushed export, to work in proportion to change.
 	lastCommit plumbing.Hash
@@ -159,6 +168,13 @@ func New(cfg Config) (*Sink, error) {
 		}
 	}
 	s := &Sink{cfg: cfg, repo: repo, dirty: true} // a mirror directory may hold an earlier process's garbage
+	turn, release, err := cfg.Clients.Acquire("git-branch", cfg.URL+"\x00"+cfg.Branch, func() (any, func(), error) {
+		return make(chan struct{}, 1), func() {}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.turn, s.release = turn.(chan struct{}), release
 	if strings.HasPrefix(cfg.URL, "ssh://") {
 		if s.sshAuth, err = sshAuth(cfg); err != nil {
 			return nil, err
@@ -166,6 +182,9 @@ func New(cfg Config) (*Sink, error) {
 	}
 	return s, nil
 }
+
+// Close gives the branch's turn back.
+func (s *Sink) Close() { s.release() }
 
 func (s *Sink) auth() transport.AuthMethod {
 	if strings.HasPrefix(s.cfg.URL, "ssh://") {
@@ -193,6 +212,12 @@ func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case s.turn <- struct{}{}:
+		defer func() { <-s.turn }()
+	case <-ctx.Done():
+		return sinks.Ack{}, fmt.Errorf("git: wait for the other exports to this branch: %w", ctx.Err())
+	}
 	giveUp := time.Now().Add(pushRetryFor)
 	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
 	for conflicts := 0; ; conflicts++ {

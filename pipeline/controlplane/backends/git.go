@@ -40,11 +40,12 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
+	cfg.Clients = env.Clients
 	g, err := git.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }, claims: g}, nil
+	return &probed{Backend: sinks.Whole(g), probe: func(ctx context.Context) error { return git.Probe(ctx, cfg) }, claims: g, close: g.Close}, nil
 }
 
 // probed gives a backend adapted by sinks.Whole its probe and its writer
@@ -53,9 +54,17 @@ type probed struct {
 	sinks.Backend
 	probe  func(ctx context.Context) error
 	claims sinks.Claims
+	close  func() // nil: nothing to release
 }
 
 func (p *probed) Probe(ctx context.Context) error { return p.probe(ctx) }
+
+// Close releases what the backend holds.
+func (p *probed) Close() {
+	if p.close != nil {
+		p.close()
+	}
+}
 
 // Claims returns the backend's writer records.
 func (p *probed) Claims() sinks.Claims { return p.claims }

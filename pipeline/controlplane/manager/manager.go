@@ -45,6 +45,10 @@ func New(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error)
 	if err != nil {
 		return nil, err
 	}
+	if o.APIQPS > 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = float32(o.APIQPS), max(o.APIBurst, 1)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !o.EnableHTTP2 {

@@ -31,33 +31,37 @@ type Options struct {
 	ProbeBindAddress   string
 	EnableHTTP2        bool
 
-	LeaderElect               bool
-	LeaderElectionNamespace   string
-	LeaderElectLeaseDuration  time.Duration
-	LeaderElectRenewDeadline  time.Duration
-	LeaderElectRetryPeriod    time.Duration
-	GracefulShutdownTimeout   time.Duration
-	WebhooksEnabled           bool
-	WebhookCertPath           string
-	WebhookCertName           string
-	WebhookCertKey            string
-	WebhookPort               int
-	WebhookHost               string
-	WebhookService            string
-	WebhookConfiguration      string
-	WebhookCASecret           string
-	TenantMode                bool
-	AllowPrivateSinks         bool
-	InventoryHTTPEnabled      bool
-	InventoryHTTPPort         int
-	InventoryAuthMode         string
-	InventoryAuthCacheTTL     time.Duration
-	MaxExportBytes            int64
-	ExportTimeout             time.Duration
-	ExportTimeoutPerRow       time.Duration
-	WriterID                  string
-	ConcurrentTarget          int
-	ConcurrentInventory       int
+	LeaderElect              bool
+	LeaderElectionNamespace  string
+	LeaderElectLeaseDuration time.Duration
+	LeaderElectRenewDeadline time.Duration
+	LeaderElectRetryPeriod   time.Duration
+	GracefulShutdownTimeout  time.Duration
+	WebhooksEnabled          bool
+	WebhookCertPath          string
+	WebhookCertName          string
+	WebhookCertKey           string
+	WebhookPort              int
+	WebhookHost              string
+	WebhookService           string
+	WebhookConfiguration     string
+	WebhookCASecret          string
+	TenantMode               bool
+	AllowPrivateSinks        bool
+	InventoryHTTPEnabled     bool
+	InventoryHTTPPort        int
+	InventoryAuthMode        string
+	InventoryAuthCacheTTL    time.Duration
+	MaxExportBytes           int64
+	ExportTimeout            time.Duration
+	ExportTimeoutPerRow      time.Duration
+	WriterID                 string
+	ConcurrentTarget         int
+	ConcurrentInventory      int
+	// APIQPS and APIBurst bound the operator's requests to the API server
+	// (client-go's token bucket).
+	APIQPS                    float64
+	APIBurst                  int
 	ConcurrentClusterTarget   int
 	ConcurrentClusterInv      int
 	ReconcileRateLimit        time.Duration
@@ -134,6 +138,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
 	fs.IntVar(&o.ConcurrentClusterTarget, "max-concurrent-reconciles-cluster-target", 2, "Concurrent KollectClusterTarget reconciles.")
+	fs.Float64Var(&o.APIQPS, "kube-api-qps", 50, "Requests per second the operator may send the API server (status patches of every inventory and target, finalizers, Secret reads); client-go's default of 20 queues the status of a few hundred busy inventories for minutes.")
+	fs.IntVar(&o.APIBurst, "kube-api-burst", 100, "Requests the operator may send the API server at once, above --kube-api-qps.")
 	fs.IntVar(&o.ConcurrentClusterInv, "max-concurrent-reconciles-cluster-inventory", 2, "Concurrent KollectClusterInventory reconciles.")
 	fs.DurationVar(&o.ReconcileRateLimit, "reconcile-rate-limit", 0, "Base delay of the per-object failure back-off (0: controller-runtime default).")
 	fs.DurationVar(&o.TargetCountResync, "target-count-resync", 60*time.Second, "Periodic re-reconcile of Ready targets, a safety net: counts and namespace changes arrive as events.")
