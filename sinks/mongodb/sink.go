@@ -99,7 +99,10 @@ func New(cfg Config) (*Sink, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("the MongoDB URI cannot be used: %s", sinks.Redact(err.Error(), secrets...)))
 	}
-	s := &Sink{cfg: cfg, secrets: secrets, state: map[scope]*held{}, refused: &atomic.Pointer[error]{}}
+	s := &Sink{cfg: cfg, secrets: secrets, state: map[scope]*held{}}
+	// The dialer records into refused, never into s: the client it serves
+	// may be shared by sinks built later (sinks.Clients).
+	refused := &atomic.Pointer[error]{}
 	if cfg.Dial != nil {
 		// The driver reports a failed dial as "no server selected"; the
 		// sink remembers a refusal that retrying cannot fix, to say so.
@@ -107,9 +110,9 @@ func New(cfg Config) (*Sink, error) {
 			c, err := cfg.Dial(ctx, network, addr)
 			switch {
 			case err == nil:
-				s.refused.Store(nil)
+				refused.Store(nil)
 			case errors.Is(err, sinks.ErrPermanent):
-				s.refused.Store(&err)
+				refused.Store(&err)
 			}
 			return c, err
 		}))
@@ -140,7 +143,7 @@ func New(cfg Config) (*Sink, error) {
 			defer cancel()
 			_ = client.Disconnect(ctx)
 		}
-		return &sharedClient{client: client, refused: s.refused}, disconnect, nil
+		return &sharedClient{client: client, refused: refused}, disconnect, nil
 	})
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("mongodb client: %s", sinks.Redact(err.Error(), secrets...)))
