@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,15 +82,12 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return nil, err
 	}
 	defer pg.Close()
-	broker, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	kc, err := kfake.NewCluster(kfake.Ports(broker), kfake.NumBrokers(1))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		return nil, err
 	}
 	defer kc.Close()
+	broker := kc.ListenAddrs()[0]
 	bare := filepath.Join(dir, "inventory.git")
 	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", bare).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("git init: %v: %s", err, out)
@@ -128,7 +124,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		if err := createNamespace(ctx, env.Client, ns, nil); err != nil {
 			return nil, err
 		}
-		text := strings.NewReplacer("{{NS}}", ns, "{{DSN}}", pg.DSN(""), "{{BROKER}}", fmt.Sprintf("127.0.0.1:%d", broker),
+		text := strings.NewReplacer("{{NS}}", ns, "{{DSN}}", pg.DSN(""), "{{BROKER}}", broker,
 			"{{REMOTE}}", "file://"+bare).Replace(tenantPipeline)
 		objects, err := manifests.Decode(strings.NewReader(text))
 		if err == nil {
@@ -182,9 +178,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, err
 	}
 	res.Samples = append(smp.finish(), smp2.finish()...)
-	for _, s := range res.Samples {
-		res.PeakRSS = max(res.PeakRSS, s.RSSBytes)
-	}
+	res.PeakRSS, _, _ = peaks(res.Samples)
 	res.CPUSeconds = lastCPU(res.Samples)
 	if res.PostgresRows != o.Objects {
 		return res, fmt.Errorf("the table holds %d rows, want %d", res.PostgresRows, o.Objects)
@@ -326,15 +320,6 @@ func largestStatus(ctx context.Context, c client.Client, listKind string) (int, 
 		largest = max(largest, len(b))
 	}
 	return largest, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tenantPipeline is one team's pipeline in its own namespace: its

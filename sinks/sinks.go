@@ -61,8 +61,9 @@ type Keeper interface {
 	KeepsTargets() bool
 }
 
-// KeepsTargets reports whether b can export a partial snapshot.
-func KeepsTargets(b Backend) bool {
+// KeepsTargets reports whether b (a Backend, or a Snapshot an adapter
+// wraps) can export a partial snapshot.
+func KeepsTargets(b any) bool {
 	k, ok := b.(Keeper)
 	return ok && k.KeepsTargets()
 }
@@ -102,10 +103,7 @@ func (w whole) WantsParts(snap *rows.Snapshot) bool {
 }
 
 // KeepsTargets asks the wrapped backend.
-func (w whole) KeepsTargets() bool {
-	k, ok := w.s.(Keeper)
-	return ok && k.KeepsTargets()
-}
+func (w whole) KeepsTargets() bool { return KeepsTargets(w.s) }
 
 // Claims returns the wrapped backend's writer records, or nil.
 func (w whole) Claims() Claims {

@@ -50,13 +50,7 @@ func TestATargetBrokenAcrossARestartHoldsOnlyItself(t *testing.T) {
 	})
 	putHeld := func(i int, version string) {
 		t.Helper()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: fmt.Sprintf("held-%05d", i), Labels: map[string]string{"app": "faults-held"}},
-			Data: map[string]string{"version": version}}
-		err := env.Client.Create(ctx, cm)
-		if err != nil && strings.Contains(err.Error(), "already exists") {
-			err = env.Client.Update(ctx, cm)
-		}
-		if err != nil {
+		if err := r.putLabelled(ctx, fmt.Sprintf("held-%05d", i), "faults-held", version); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -390,7 +390,13 @@ func (r *rig) write(ctx context.Context, from, to int, version string) error {
 }
 
 func (r *rig) put(ctx context.Context, n, version string) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: n, Labels: map[string]string{"app": "faults"}},
+	return r.putLabelled(ctx, n, "faults", version)
+}
+
+// putLabelled creates or updates ConfigMap n with label app: app, which
+// the target of that label collects.
+func (r *rig) putLabelled(ctx context.Context, n, app, version string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: n, Labels: map[string]string{"app": app}},
 		Data: map[string]string{"version": version}}
 	err := r.cluster().Create(ctx, cm)
 	if err == nil || !strings.Contains(err.Error(), "already exists") {

@@ -105,6 +105,11 @@ func (l Layout) itemPath(id rows.Identity, r *rows.Row) (string, error) {
 	return clean, nil
 }
 
+// KeepsTargets reports whether an export in this layout can leave one
+// target's files as they are: a file per row (perResource) and no index
+// naming them all. A document holds every target's rows.
+func (l Layout) KeepsTargets() bool { return l.Mode == "perResource" && !l.Index }
+
 // documentFile is documentPath checked: a path inside the repository.
 func (l Layout) documentFile(id rows.Identity) (string, error) {
 	return cleanPath(l.documentPath(id))

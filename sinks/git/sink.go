@@ -257,9 +257,7 @@ var _ sinks.Parted = (*Sink)(nil)
 // KeepsTargets reports whether a partial snapshot can be exported: with a
 // file per row and no index of them, the files of kept targets stay as
 // they are. A document holds every target's rows.
-func (s *Sink) KeepsTargets() bool {
-	return s.cfg.Layout.Mode == "perResource" && !s.cfg.Layout.Index
-}
+func (s *Sink) KeepsTargets() bool { return s.cfg.Layout.KeepsTargets() }
 
 // WantsParts reports whether the export of snap depends on its parts: a
 // file per row (perResource, set or detected) is the same files however

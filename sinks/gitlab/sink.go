@@ -122,9 +122,7 @@ func (s *Sink) branch(id rows.Identity) string {
 // KeepsTargets reports whether a partial snapshot can be exported: with a
 // file per row and no index of them, the files of kept targets stay as
 // they are. A document holds every target's rows.
-func (s *Sink) KeepsTargets() bool {
-	return s.cfg.Git.Layout.Mode == "perResource" && !s.cfg.Git.Layout.Index
-}
+func (s *Sink) KeepsTargets() bool { return s.cfg.Git.Layout.KeepsTargets() }
 
 // Export makes the branch hold snap's files in one commit.
 func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, error) {

@@ -161,6 +161,8 @@ WHERE t.inventory_namespace = $1 AND t.inventory_name = $2 AND t.cluster = $3
   AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(target_name, source_uid)
                   WHERE k.target_name = t.target_name AND k.source_uid = t.source_uid)
   AND NOT (t.target_name = ANY($6::text[]))`,
+		// Never nil: a nil slice is SQL NULL, and NOT (x = ANY(NULL)) is
+		// NULL, which would keep every row.
 		w.id.Namespace, w.id.Name, w.cluster, keepTargets, keepUIDs, append([]string{}, kept...))
 	if err != nil {
 		return sinks.Ack{}, fmt.Errorf("delete stale rows: %w", err)

@@ -206,16 +206,7 @@ func (s *Server) readWriter(x *execution) *jobError {
 }
 
 func (s *Server) deleteWriter(x *execution) *jobError {
-	t := x.tables[0]
-	kept := t.rows[:0]
-	for _, r := range t.rows {
-		if x.isWriter(r) {
-			x.affected++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	t.rows = kept
+	x.remove(x.tables[0], x.isWriter)
 	return nil
 }
 
@@ -327,18 +318,24 @@ func (s *Server) deleteWhere(x *execution, staged bool) *jobError {
 		}
 		keep = p.Values
 	}
-	kept := target.rows[:0]
-	for _, r := range target.rows {
+	x.remove(target, func(r Row) bool {
 		name, _ := r.Values["target_name"].(string)
-		gone := x.inScope(r) && (keys == nil || keys[keyOf(r)] == staged) && !slices.Contains(keep, name)
-		if gone {
+		return x.inScope(r) && (keys == nil || keys[keyOf(r)] == staged) && !slices.Contains(keep, name)
+	})
+	return nil
+}
+
+// remove deletes t's rows that gone picks, counting them as affected.
+func (x *execution) remove(t *table, gone func(Row) bool) {
+	kept := t.rows[:0]
+	for _, r := range t.rows {
+		if gone(r) {
 			x.affected++
 			continue
 		}
 		kept = append(kept, r)
 	}
-	target.rows = kept
-	return nil
+	t.rows = kept
 }
 
 func (s *Server) count(x *execution) *jobError {
