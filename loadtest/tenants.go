@@ -164,8 +164,15 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	stopConns()
 	logf("every binding acknowledged %v after the restart; at most %d Postgres connections", res.RestartAcked.Round(time.Millisecond), res.PostgresConnsRestart)
 
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM inventory_items`).Scan(&res.PostgresRows); err != nil {
-		return res, err
+	// Synced says the last export was acknowledged, not that it held the
+	// last object created: the table gets a minute to hold every row.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM inventory_items`).Scan(&res.PostgresRows); err != nil {
+			return res, err
+		}
+		if res.PostgresRows == o.Objects || time.Now().After(deadline) {
+			break
+		}
 	}
 	if f, err := scrape(op.MetricsAddr); err == nil {
 		for _, mf := range f {
@@ -181,9 +188,38 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	res.PeakRSS, _, _ = peaks(res.Samples)
 	res.CPUSeconds = lastCPU(res.Samples)
 	if res.PostgresRows != o.Objects {
-		return res, fmt.Errorf("the table holds %d rows, want %d", res.PostgresRows, o.Objects)
+		return res, fmt.Errorf("the table holds %d rows, want %d; by inventory: %s", res.PostgresRows, o.Objects, shortInventories(ctx, db, objs, o.Tenants))
 	}
 	return res, nil
+}
+
+// shortInventories names the inventories whose rows in the table differ
+// from their namespace's objects, with both counts.
+func shortInventories(ctx context.Context, db *pgx.Conn, objs objects, tenants int) string {
+	want := map[string]int{}
+	for i := range objs.n {
+		want[objs.at(i).namespace]++
+	}
+	got := map[string]int{}
+	rs, err := db.Query(ctx, `SELECT inventory_namespace, count(*) FROM inventory_items GROUP BY inventory_namespace`)
+	if err != nil {
+		return err.Error()
+	}
+	for rs.Next() {
+		var ns string
+		var n int
+		if rs.Scan(&ns, &n) == nil {
+			got[ns] = n
+		}
+	}
+	rs.Close()
+	var out []string
+	for i := range tenants {
+		if ns := loadNamespace(i); got[ns] != want[ns] {
+			out = append(out, fmt.Sprintf("%s holds %d of %d", ns, got[ns], want[ns]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // lastCPU adds the CPU seconds of the two operator processes: each
@@ -272,7 +308,8 @@ func condition(u *unstructured.Unstructured, typ string) string {
 }
 
 // exportedSince reports whether every binding of u acknowledged an export
-// at or after t.
+// after t. Status times have whole seconds: an export in t's second may
+// be the previous process's, so only a later second counts.
 func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
 	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
 	if len(exports) != 3 {
@@ -282,7 +319,7 @@ func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
 		m, _ := e.(map[string]any)
 		at, _ := m["lastExportTime"].(string)
 		ts, err := time.Parse(time.RFC3339, at)
-		if err != nil || ts.Before(t.Truncate(time.Second)) {
+		if err != nil || ts.Before(t.Truncate(time.Second).Add(time.Second)) {
 			return false
 		}
 	}
