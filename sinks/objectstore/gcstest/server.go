@@ -1,7 +1,14 @@
 // Package gcstest runs a Google Cloud Storage server inside the test
 // process, on loopback: fake-gcs-server's fakestorage (JSON and upload
-// APIs, in memory), served on a listener of our own so that Stop and
-// Restart take it down and bring it back on the same port with its data.
+// APIs), served on a listener of our own so that Stop and Restart take it
+// down and bring it back on the same port with its data.
+//
+// The objects live in the test's temporary directory (the fake's
+// filesystem backend), not in memory: the memory backend keeps a bucket as
+// one slice and scans it on every write and read, so 9,000 writes took
+// 70 s and one read of a 9,000-object prefix 13 s under its lock, against
+// 10 s and 0.6 s on disk. The fault suite at scale measured the fake, not
+// the sink, until this changed.
 package gcstest
 
 import (
@@ -15,6 +22,7 @@ import (
 // TB is the part of testing.TB Start needs.
 type TB interface {
 	Helper()
+	TempDir() string
 	Fatalf(format string, args ...any)
 	Cleanup(func())
 }
@@ -38,7 +46,7 @@ func Start(tb TB) *Server {
 	if err != nil {
 		tb.Fatalf("gcstest: %v", err)
 	}
-	fake, err = fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: srv.Addr})
+	fake, err = fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", PublicHost: srv.Addr, StorageRoot: tb.TempDir()})
 	if err != nil {
 		srv.Stop()
 		tb.Fatalf("gcstest: %v", err)
