@@ -129,9 +129,16 @@ func (b *Inbox) gvrIndex(gvr schema.GroupVersionResource) int {
 	return len(b.gvrs) - 1
 }
 
-// NamespaceChanged implements informers.NamespaceSubscriber.
+// NamespaceChanged implements informers.NamespaceSubscriber. A namespace
+// the selection rules out by name (a tenant's target closed to its own
+// namespace, say) is not re-evaluated: its label changes cannot matter,
+// so namespace churn costs a target only the namespaces it may read.
 func (b *Inbox) NamespaceChanged(name string) {
 	b.mu.Lock()
+	if b.cfg != nil && b.cfg.Evaluator != nil && b.cfg.Evaluator.Selection != nil && !b.cfg.Evaluator.Selection.MayMatchNamespace(name) {
+		b.mu.Unlock()
+		return
+	}
 	b.nsDirty[name] = true
 	b.wakeLocked()
 }

@@ -430,6 +430,11 @@ func (a *actorState) evaluateNamespaces(nss map[string]bool) ([]*rows.Row, []row
 			}
 		}
 	}
+	for _, name := range names {
+		if a.ns != nil && a.ns.Namespace(name) == nil { // deleted: its contents went before it
+			a.cfg.Evaluator.ForgetNamespace(name)
+		}
+	}
 	return ups, dels
 }
 

@@ -74,6 +74,25 @@ func objectIn(ns, name string) *unstructured.Unstructured {
 	return o
 }
 
+// askedStore records the namespaces each List asked for.
+type askedStore struct {
+	mu    sync.Mutex
+	asked [][]string
+}
+
+func (s *askedStore) List(nss ...string) ([]*unstructured.Unstructured, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = append(s.asked, slices.Clone(nss))
+	return nil, nil
+}
+
+func (s *askedStore) calls() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.asked)
+}
+
 // rig is a subscribed target actor of one Deployment source: its rows
 // reach got, its reports rep.
 type rig struct {
@@ -112,6 +131,12 @@ func newRigWith(t *testing.T, ns target.Namespaces, metrics *actors.Metrics) *ri
 // reads store and keeps spec.replicas.
 func (r *rig) configure(t *testing.T, store informers.Store) {
 	t.Helper()
+	r.configureWith(t, store, &selection.Target{})
+}
+
+// configureWith is configure with the selection sel.
+func (r *rig) configureWith(t *testing.T, store informers.Store, sel *selection.Target) {
+	t.Helper()
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
 	if err != nil {
@@ -119,7 +144,7 @@ func (r *rig) configure(t *testing.T, store informers.Store) {
 	}
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ok", Name: "t"}
 	r.sys.Root.Send(r.tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: r.gvr, GVK: gvk, Store: store}},
-		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}})
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: sel, Extractor: ex}}})
 }
 
 // A panic while evaluating one object fails that object alone, reported as
@@ -300,5 +325,96 @@ func TestAFrozenTargetEndsItsBurst(t *testing.T) {
 	}
 	if end.More || len(end.Upserts)+len(end.Deletes) != 0 || end.Replace {
 		t.Fatalf("want an empty change that ends the burst, got %d upserts, %d deletes, more %v", len(end.Upserts), len(end.Deletes), end.More)
+	}
+}
+
+// A namespace the selection rules out by name (a tenant's target closed to
+// its own namespace) is never re-evaluated when it changes; one it may
+// read is, from that namespace's objects alone.
+func TestNamespaceChurnOutsideTheCeilingCostsNothing(t *testing.T) {
+	r := newRigWith(t, nsLabels{}, nil)
+	store := &askedStore{}
+	r.configureWith(t, store, &selection.Target{Within: func(ns string) bool { return ns == "own" }})
+	receive(t, r.got) // the complete list: empty
+	for i := range 50 {
+		r.inbox.NamespaceChanged(fmt.Sprintf("ci-%02d", i))
+	}
+	r.inbox.NamespaceChanged("own")
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.ContainsFunc(store.calls(), func(nss []string) bool { return slices.Contains(nss, "own") }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the target's own namespace was never re-evaluated; lists: %v", store.calls())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, nss := range store.calls()[1:] { // the first is the configuration's full list
+		if !slices.Equal(nss, []string{"own"}) {
+			t.Errorf("a namespace change listed %v, want only [own]", nss)
+		}
+	}
+}
+
+// nsLabels knows every namespace, without labels.
+type nsLabels struct{}
+
+func (nsLabels) Namespace(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetName(name)
+	return u
+}
+
+// liveNamespaces knows the namespaces in it, without labels.
+type liveNamespaces struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (l *liveNamespaces) Namespace(name string) *unstructured.Unstructured {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.names[name] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetName(name)
+	return u
+}
+
+func (l *liveNamespaces) remove(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.names, name)
+}
+
+// A cluster target keeps one origin per namespace it collects; a namespace
+// that is deleted takes its origin with it, so namespace churn does not
+// grow the target's memory.
+func TestADeletedNamespaceTakesItsOriginAlong(t *testing.T) {
+	nss := &liveNamespaces{names: map[string]bool{"ci-1": true, "ci-2": true}}
+	r := newRigWith(t, nss, nil)
+	store := &changingStore{}
+	store.set([]*unstructured.Unstructured{objectIn("ci-1", "a"), objectIn("ci-2", "b")})
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &collect.Evaluator{TargetName: "fleet", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}
+	ref := messages.TargetRef{Kind: "KollectClusterTarget", Name: "fleet"}
+	r.sys.Root.Send(r.tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: r.gvr, GVK: gvk, Store: store}}, Evaluator: ev}})
+	if got := receive(t, r.got); len(got.Upserts) != 2 || ev.Origins() != 2 {
+		t.Fatalf("want 2 rows of 2 origins, got %d rows and %d origins", len(got.Upserts), ev.Origins())
+	}
+	// ci-2 is deleted: its objects first, then the namespace.
+	store.set([]*unstructured.Unstructured{objectIn("ci-1", "a")})
+	r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ci-2/b", Deleted: true})
+	nss.remove("ci-2")
+	r.inbox.NamespaceChanged("ci-2")
+	deadline := time.Now().Add(5 * time.Second)
+	for ev.Origins() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d origins after ci-2 was deleted, want 1", ev.Origins())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -47,6 +47,29 @@ func (e *Evaluator) origin(targetNamespace string, gvk schema.GroupVersionKind) 
 	return o.(*rows.Origin)
 }
 
+// ForgetNamespace drops the origins of a per-namespace target's rows in a
+// namespace that is gone: a cluster whose CI makes and deletes namespaces
+// all day would otherwise keep one per namespace the target ever saw. A
+// row still holding one keeps it; a namespace made again gets a new one.
+func (e *Evaluator) ForgetNamespace(namespace string) {
+	if !e.PerNamespace {
+		return
+	}
+	e.origins.Range(func(k, _ any) bool {
+		if k.(originKey).targetNamespace == namespace {
+			e.origins.Delete(k)
+		}
+		return true
+	})
+}
+
+// Origins counts the origins held, for tests.
+func (e *Evaluator) Origins() int {
+	n := 0
+	e.origins.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // Reads is the part of an object Row reads: identity and selection
 // metadata, the rules' policies and the profile's attributes. Objects
 // reduced to it give the same rows.

@@ -79,15 +79,23 @@ type Target struct {
 	Within func(namespace string) bool
 }
 
+// MayMatchNamespace reports whether objects of the namespace named could
+// be collected whatever its labels: false only when its name alone rules
+// it out (outside the allow-list or the ceiling, or excluded). A change to
+// such a namespace concerns the target not at all.
+func (t *Target) MayMatchNamespace(name string) bool {
+	if len(t.Included) > 0 && !t.Included[name] {
+		return false
+	}
+	if t.Within != nil && !t.Within(name) {
+		return false
+	}
+	return !t.Excluded[name]
+}
+
 // NamespaceMatches reports whether objects of ns are collected at all.
 func (t *Target) NamespaceMatches(ns Namespace) bool {
-	if len(t.Included) > 0 && !t.Included[ns.Name] {
-		return false
-	}
-	if t.Within != nil && !t.Within(ns.Name) {
-		return false
-	}
-	if t.Excluded[ns.Name] {
+	if !t.MayMatchNamespace(ns.Name) {
 		return false
 	}
 	set := ns.labels()

@@ -63,3 +63,33 @@ func TestMatches(t *testing.T) {
 		})
 	}
 }
+
+// A namespace's name alone rules it out only through the allow-list, the
+// ceiling or the exclusions; a label selector never does (labels change).
+func TestMayMatchNamespace(t *testing.T) {
+	onlyOwn := func(ns string) bool { return ns == "own" }
+	cases := []struct {
+		name   string
+		target selection.Target
+		ns     string
+		want   bool
+	}{
+		{"no name filter", selection.Target{}, "any", true},
+		{"label selector alone", selection.Target{NamespaceSelector: sel("team=a")}, "any", true},
+		{"in the allow-list", selection.Target{Included: map[string]bool{"a": true}}, "a", true},
+		{"outside the allow-list", selection.Target{Included: map[string]bool{"a": true}}, "b", false},
+		{"excluded", selection.Target{Excluded: map[string]bool{"b": true}}, "b", false},
+		{"inside the ceiling", selection.Target{Within: onlyOwn}, "own", true},
+		{"outside the ceiling", selection.Target{Within: onlyOwn, NamespaceSelector: sel("team=a")}, "other", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.target.MayMatchNamespace(c.ns); got != c.want {
+				t.Errorf("MayMatchNamespace(%q) = %v, want %v", c.ns, got, c.want)
+			}
+			if !c.want && c.target.NamespaceMatches(selection.Namespace{Name: c.ns}) {
+				t.Errorf("NamespaceMatches(%q) is true where the name rules it out", c.ns)
+			}
+		})
+	}
+}
