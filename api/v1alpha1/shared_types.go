@@ -126,17 +126,28 @@ type ResourceRule struct {
 }
 
 // CollectionFilterStatus reports which namespaces a target resolved to.
+// Each list names, sorted, at most the first 256 namespaces (status stays
+// small in a cluster of thousands); its count says how many there are.
 type CollectionFilterStatus struct {
 	// matchedNamespaces are the namespaces matched by the target's intent,
-	// before scope ceilings.
+	// before scope ceilings: the first 256, sorted.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
 	MatchedNamespaces []string `json:"matchedNamespaces,omitempty"`
+	// matchedNamespaceCount is how many namespaces matched, listed or not.
+	// +optional
+	MatchedNamespaceCount int `json:"matchedNamespaceCount,omitempty"`
 	// effectiveNamespaces are the namespaces collected after scope allow-lists
-	// and every deny-list.
+	// and every deny-list: the first 256, sorted.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
 	EffectiveNamespaces []string `json:"effectiveNamespaces,omitempty"`
+	// effectiveNamespaceCount is how many namespaces are collected, listed
+	// or not.
+	// +optional
+	EffectiveNamespaceCount int `json:"effectiveNamespaceCount,omitempty"`
 	// activeResourceRules is the number of resourceRules in force (0 when the
 	// target uses the profile GVK).
 	// +optional

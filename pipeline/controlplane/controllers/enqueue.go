@@ -2,15 +2,12 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"kollect.dev/kollect/informers"
 )
@@ -58,27 +55,3 @@ type NamespaceWatcher interface {
 type namespaceFunc func(name string)
 
 func (f namespaceFunc) NamespaceChanged(name string) { f(name) }
-
-// NamespaceChanges is an event source that requeues every object of list's
-// kind when a namespace changes, so the namespaces a target matches (and
-// its status lists) follow the cluster as it changes instead of on a
-// timer. It reads the same cache the selections read, so a reconcile it
-// triggers sees the change.
-func NamespaceChanges(w NamespaceWatcher, c client.Reader, list client.ObjectList) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		id := fmt.Sprintf("controller:%T", list)
-		w.WatchNamespaces(id, namespaceFunc(func(string) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			if err := c.List(ctx, l); err != nil {
-				return
-			}
-			_ = meta.EachListItem(l, func(item runtime.Object) error {
-				if co, ok := item.(client.Object); ok {
-					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
-				}
-				return nil
-			})
-		}))
-		return nil
-	})
-}

@@ -83,7 +83,10 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 	if !ok {
 		return nil
 	}
-	filter := kollectv1alpha1.CollectionFilterStatus{MatchedNamespaces: tv.v.Matched, EffectiveNamespaces: tv.v.Effective, ActiveResourceRules: tv.v.Rules}
+	filter := kollectv1alpha1.CollectionFilterStatus{
+		MatchedNamespaces: firstListed(tv.v.Matched), MatchedNamespaceCount: len(tv.v.Matched),
+		EffectiveNamespaces: firstListed(tv.v.Effective), EffectiveNamespaceCount: len(tv.v.Effective),
+		ActiveResourceRules: tv.v.Rules}
 	if key.Kind == ClusterTarget {
 		var t kollectv1alpha1.KollectClusterTarget
 		if err := w.c.Get(ctx, key.NamespacedName, &t); err != nil {
@@ -136,4 +139,18 @@ func setCondition(conds *[]metav1.Condition, typ string, status metav1.Condition
 		msg = msg[:32768]
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// ListedNamespaces is how many namespaces a target's status lists at most
+// (the CRD's MaxItems): 256 names of up to 63 characters keep both lists
+// within 32 KiB, where a full list reached the API server's object limit
+// at about 35,000 namespaces and every later status patch failed.
+const ListedNamespaces = 256
+
+// firstListed is the first ListedNamespaces of a sorted list.
+func firstListed(names []string) []string {
+	if len(names) > ListedNamespaces {
+		return names[:ListedNamespaces]
+	}
+	return names
 }

@@ -45,12 +45,14 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	applied map[string]string
+	members *controllers.Membership // the namespaces each target matched
 }
 
 // SetupWithManager registers the reconciler; profile changes requeue every
 // cluster target (there are few).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applied = map[string]string{}
+	r.members = controllers.NewMembership()
 	if err := controllers.StatusController(mgr, "kollectclustertarget", status.ClusterTarget, r.Status, r.Tuning); err != nil {
 		return err
 	}
@@ -59,7 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&kollectv1alpha1.KollectClusterTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.all)).
 		Watches(&kollectv1alpha1.KollectClusterScope{}, handler.EnqueueRequestsFromMapFunc(r.all)).
-		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectClusterTargetList{})).
+		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, "kollectclustertarget", r.members)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollectclustertarget", r))
 }
@@ -92,6 +94,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pref := ct.Spec.ProfileRef
 	verdict := status.Verdict{Generation: ct.Generation, Rules: len(ct.Spec.ResourceRules)}
+	// A degraded verdict does not depend on namespaces; a collecting one
+	// lists those matched, which namespace events move.
+	since, match := r.members.Seq(), controllers.Match{}
+	settled := func(res reconcile.Result) reconcile.Result {
+		if r.members.Record(req.NamespacedName, since, match) {
+			res.RequeueAfter = time.Second // a namespace moved while this one read them
+		}
+		return res
+	}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		if reason == target.ReasonSuspended {
 			r.Engine.RemoveTarget(ref(req.Name)) // suspended: collection stops, rows go
@@ -101,7 +112,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.Name, "")
 		verdict.Reason, verdict.Message = reason, msg
-		return reconcile.Result{}, r.Status.Write(ctx, key(req.Name), verdict)
+		if err := r.Status.Write(ctx, key(req.Name), verdict); err != nil {
+			return reconcile.Result{}, err
+		}
+		return settled(reconcile.Result{}), nil
 	}
 	if ct.Spec.Suspend {
 		return degrade(target.ReasonSuspended, "spec.suspend is true: collection stopped")
@@ -130,7 +144,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
 		return degrade(v.Reason, v.Message)
 	}
-	verdict.Matched = target.MatchNamespaces(r.Namespaces, c.Selection)
+	match = target.MatchNamespaces(r.Namespaces, c.Selection)
+	verdict.Matched = match.Names
 	ceiling.Restrict(c.Selection)
 	verdict.Effective = target.Within(verdict.Matched, c.Selection)
 	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
@@ -159,12 +174,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Status.Write(ctx, key(req.Name), verdict); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.Resync}, nil
+	return settled(reconcile.Result{RequeueAfter: r.Resync}), nil
 }
 
 func (r *Reconciler) release(name string) {
 	r.Engine.RemoveTarget(ref(name))
 	r.setApplied(name, "")
+	r.members.Forget(types.NamespacedName{Name: name})
 	r.Status.Forget(key(name))
 }
 

@@ -94,6 +94,7 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	applied map[types.NamespacedName]string // target+profile generations in the engine
+	members *controllers.Membership         // the namespaces each target matched
 }
 
 func (r *Reconciler) appliedGen(key types.NamespacedName) string {
@@ -118,6 +119,7 @@ func (r *Reconciler) setApplied(key types.NamespacedName, gen string) {
 // SetupWithManager registers the reconciler and its watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	r.applied = map[types.NamespacedName]string{}
+	r.members = controllers.NewMembership()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &kollectv1alpha1.KollectTarget{}, profileRefIndex, func(o client.Object) []string {
 		return []string{o.(*kollectv1alpha1.KollectTarget).Spec.ProfileRef}
 	}); err != nil {
@@ -133,9 +135,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
 		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectTargetList{})).
-		// Namespace changes (the matched and effective lists) arrive as
-		// events.
-		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, r.Client, &kollectv1alpha1.KollectTargetList{})).
+		// Namespace changes arrive as events, for the targets whose
+		// matched namespaces (and so status, or scope verdict) they move.
+		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, "kollecttarget", r.members)).
 		WithOptions(r.Tuning.Options()).
 		Complete(r.Metrics.Instrument("kollecttarget", r))
 }
@@ -180,6 +182,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	verdict := status.Verdict{Generation: t.Generation, Detail: fmt.Sprintf("profileRef %q resolved", t.Spec.ProfileRef), Rules: len(t.Spec.ResourceRules)}
+	// The namespaces this reconcile matched, for the namespace events
+	// that follow: none until the selection is compiled and checked.
+	since, match := r.members.Seq(), controllers.Match{}
+	settled := func(res reconcile.Result) reconcile.Result {
+		if r.members.Record(req.NamespacedName, since, match) {
+			res.RequeueAfter = time.Second // a namespace moved while this one read them
+		}
+		return res
+	}
 	degrade := func(reason, msg string) (reconcile.Result, error) {
 		if reason == ReasonSuspended {
 			r.Engine.RemoveTarget(ref(req.NamespacedName)) // suspended: collection stops, rows go
@@ -189,7 +200,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.setApplied(req.NamespacedName, "")
 		verdict.Reason, verdict.Message = reason, msg
-		return reconcile.Result{}, r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict)
+		if err := r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict); err != nil {
+			return reconcile.Result{}, err
+		}
+		return settled(reconcile.Result{}), nil
 	}
 	if t.Spec.Suspend {
 		return degrade(ReasonSuspended, "spec.suspend is true: collection stopped")
@@ -217,7 +231,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ceiling = ceiling.ClosedTo(t.Namespace)
 	}
 	var v *scope.Violation
-	verdict.Matched, verdict.Effective, v = CheckScope(ceiling, r.Namespaces, c, t.Namespace)
+	match, verdict.Effective, v = CheckScope(ceiling, r.Namespaces, c, t.Namespace)
+	verdict.Matched = match.Names
 	if v != nil {
 		return degrade(v.Reason, v.Message)
 	}
@@ -254,12 +269,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.Resync}, nil
+	return settled(reconcile.Result{RequeueAfter: r.Resync}), nil
 }
 
 func (r *Reconciler) release(key types.NamespacedName) {
 	r.Engine.RemoveTarget(ref(key))
 	r.setApplied(key, "")
+	r.members.Forget(key)
 	r.Status.Forget(status.Key{Kind: status.Target, NamespacedName: key})
 }
 
@@ -269,23 +285,23 @@ func (r *Reconciler) release(key types.NamespacedName) {
 // ceiling is applied to the selection and the effective namespaces are
 // listed under it. Under the operator's default ceiling a target that
 // names no namespace at all reads its own: it is narrowed, not refused.
-func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own string) (matched, effective []string, v *scope.Violation) {
+func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own string) (matched controllers.Match, effective []string, v *scope.Violation) {
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
-		return nil, nil, v
+		return controllers.Match{}, nil, v
 	}
 	if ceiling.Defaulted() && namesNoNamespace(c.Selection) {
 		if v := ceiling.CheckNamespaces([]string{own}); v != nil {
-			return nil, nil, v // a cluster scope denies the namespace itself
+			return controllers.Match{}, nil, v // a cluster scope denies the namespace itself
 		}
 		ceiling.Restrict(c.Selection)
 		if c.Namespace == "" {
 			c.Namespace = own // as includedNamespaces: [own]: an informer of that namespace will do
 		}
 		matched = MatchNamespaces(nss, c.Selection)
-		return matched, matched, nil
+		return matched, matched.Names, nil
 	}
 	matched = MatchNamespaces(nss, c.Selection)
-	intent := matched
+	intent := matched.Names
 	if len(intent) == 0 {
 		intent = []string{own}
 	}
@@ -293,7 +309,7 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 		return matched, nil, v
 	}
 	ceiling.Restrict(c.Selection)
-	return matched, Within(matched, c.Selection), nil
+	return matched, Within(matched.Names, c.Selection), nil
 }
 
 // namesNoNamespace reports whether a selection leaves namespaces open: no
@@ -333,17 +349,25 @@ func pinToWatched(c *compile.Compiled, only []string) error {
 
 // MatchNamespaces lists, sorted, the namespaces a selection's intent and
 // filters match.
-func MatchNamespaces(nss Namespaces, sel *selection.Target) (matched []string) {
+func MatchNamespaces(nss Namespaces, sel *selection.Target) controllers.Match {
 	if nss == nil {
-		return nil
+		return controllers.Match{}
 	}
+	// The test is frozen at the selection as it is now: a ceiling applied
+	// later (Restrict) narrows what is collected, not what was matched.
+	frozen := *sel
+	test := func(name string) bool {
+		obj := nss.Namespace(name)
+		return obj != nil && frozen.NamespaceMatches(selection.NamespaceOf(name, obj))
+	}
+	var matched []string
 	for _, name := range nss.NamespaceNames() {
-		if sel.NamespaceMatches(selection.NamespaceOf(name, nss.Namespace(name))) {
+		if test(name) {
 			matched = append(matched, name)
 		}
 	}
 	sort.Strings(matched)
-	return matched
+	return controllers.Match{Names: matched, Test: test}
 }
 
 // Within keeps the matched namespaces a selection's ceiling allows: the

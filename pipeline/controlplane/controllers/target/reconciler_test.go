@@ -2,6 +2,8 @@ package target_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,48 @@ func TestReconcilerFailurePaths(t *testing.T) {
 				t.Errorf("Degraded %+v; want %s: …%s…", cond, tc.reason, tc.words)
 			}
 		})
+	}
+}
+
+// In a cluster of thousands of namespaces, status lists the first 256 of
+// each set, sorted, and counts them all: a full list grew past the API
+// server's object limit and every later status patch failed.
+func TestStatusListsTheFirstNamespacesAndCountsThemAll(t *testing.T) {
+	var nss controllertest.Namespaces
+	for i := range 300 {
+		nss = append(nss, fmt.Sprintf("ns-%03d", 299-i))
+	}
+	profile := &kollectv1alpha1.KollectProfile{ObjectMeta: metav1.ObjectMeta{Name: "cms", Namespace: "ns-000"},
+		Spec: kollectv1alpha1.KollectProfileSpec{TargetGVK: kollectv1alpha1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}}}
+	tgt := &kollectv1alpha1.KollectTarget{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns-000"},
+		Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: "cms"}}
+	tgt.Spec.ExcludedNamespaces = []string{"ns-299"}
+	c := fake.NewClientBuilder().WithScheme(controllertest.Scheme()).WithObjects(tgt, profile).WithStatusSubresource(&kollectv1alpha1.KollectTarget{}).Build()
+	w := status.NewWriter(c, time.Second)
+	r := &target.Reconciler{Client: c, Engine: &fakeEngine{}, Status: w, Namespaces: nss, AllNamespaces: true}
+	key := types.NamespacedName{Namespace: "ns-000", Name: "t"}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	w.TargetReport(tgtpkg.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "ns-000", Name: "t"}})
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	var got kollectv1alpha1.KollectTarget
+	if err := c.Get(context.Background(), key, &got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Status
+	for _, l := range []struct {
+		name  string
+		names []string
+		count int
+	}{{"matched", s.MatchedNamespaces, s.MatchedNamespaceCount}, {"effective", s.EffectiveNamespaces, s.EffectiveNamespaceCount}} {
+		if len(l.names) != status.ListedNamespaces || l.names[0] != "ns-000" || l.names[255] != "ns-255" || !slices.IsSorted(l.names) {
+			t.Errorf("%s: %d names from %v to %v, want the first %d sorted", l.name, len(l.names), l.names[:1], l.names[len(l.names)-1:], status.ListedNamespaces)
+		}
+		if l.count != 299 {
+			t.Errorf("%s count %d, want 299 (300 namespaces, one excluded)", l.name, l.count)
+		}
 	}
 }
