@@ -93,6 +93,10 @@ func (r *Recovered) Fold(s Scope, header func(string) string) {
 	if header(HeaderCluster) != s.Cluster || header(HeaderInventory) != s.inventory() {
 		return
 	}
+	r.fold(header)
+}
+
+func (r *Recovered) fold(header func(string) string) {
 	r.Writer = header(HeaderWriter)
 	r.State.fold(header)
 }
@@ -105,6 +109,57 @@ func (r *Recovered) Check(s Scope, adopt string) error {
 		return nil
 	}
 	return &sinks.ForeignWriter{Inventory: s.inventory(), Holder: r.Writer, Self: s.Writer}
+}
+
+// Image is what a stream holds for every inventory of one cluster, folded
+// in one read: the sinks of many inventories on one topic recover from it
+// instead of reading the topic once each. Each scope is taken once (its
+// state then belongs to the export that took it, so the image never holds
+// a second copy); a scope asked for again needs a new image.
+type Image struct {
+	Cluster string
+	scopes  map[string]*Recovered // by inventory (namespace/name)
+	taken   map[string]bool
+}
+
+// Fold applies one message; messages of other clusters, and of scopes
+// already taken, are ignored.
+func (im *Image) Fold(header func(string) string) {
+	if header(HeaderCluster) != im.Cluster {
+		return
+	}
+	inv := header(HeaderInventory)
+	if im.taken[inv] {
+		return
+	}
+	r, ok := im.scopes[inv]
+	if !ok {
+		if im.scopes == nil {
+			im.scopes = map[string]*Recovered{}
+		}
+		r = &Recovered{State: State{}}
+		im.scopes[inv] = r
+	}
+	r.fold(header)
+}
+
+// Taken reports whether s was taken from the image already.
+func (im *Image) Taken(s Scope) bool { return im.taken[s.inventory()] }
+
+// Take hands over what the image holds for s (empty when nothing) and
+// stops folding it.
+func (im *Image) Take(s Scope) *Recovered {
+	inv := s.inventory()
+	r, ok := im.scopes[inv]
+	if !ok || s.Cluster != im.Cluster {
+		r = &Recovered{State: State{}}
+	}
+	delete(im.scopes, inv)
+	if im.taken == nil {
+		im.taken = map[string]bool{}
+	}
+	im.taken[inv] = true
+	return r
 }
 
 func (st State) fold(header func(string) string) {

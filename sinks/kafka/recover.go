@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,14 +15,16 @@ import (
 	"kollect.dev/kollect/sinks/events"
 )
 
-// recover folds what the topic holds for scope: it reads every partition
-// from its start to the end offset it had when recovery began. On a
-// compacted topic that is about one record per live row.
+// recover folds what the topic holds for scope, from the topic's image
+// (see image): the sinks of many inventories on one topic share one read.
 func (s *Sink) recover(ctx context.Context, scope events.Scope) (*events.Recovered, error) {
-	rec := &events.Recovered{}
-	err := ReadTopic(ctx, s.opts, s.cfg.Topic, func(r *kgo.Record) {
-		rec.Fold(scope, func(k string) string { return Header(r, k) })
-	})
+	s.mu.Lock()
+	im := s.image
+	s.mu.Unlock()
+	if im == nil { // closed meanwhile: a read of its own
+		im = newImage(s.opts, s.cfg.Topic)
+	}
+	rec, err := im.recover(ctx, scope)
 	if err != nil {
 		return nil, s.classify("read back topic", err)
 	}
@@ -44,17 +47,30 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 		return err
 	}
 	defer cl.Close()
+	_, err = readFrom(ctx, cl, topic, nil, each)
+	return err
+}
+
+// errRewound: the topic no longer holds records a resumed read has not
+// read (retention deleted them, or the topic was made again); the read
+// must start over from the topic's start.
+var errRewound = errors.New("the topic no longer holds the records after the last read")
+
+// readFrom is ReadTopic resumed: each partition is read from its offset in
+// from (from its start offset when from has none) to the end offset listed
+// when called; those ends are returned, for the next read to resume at.
+func readFrom(ctx context.Context, cl *kgo.Client, topic string, from map[int32]int64, each func(*kgo.Record)) (map[int32]int64, error) {
 	adm := kadm.NewClient(cl)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("list offsets: %w", err)
+		return nil, fmt.Errorf("list offsets: %w", err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("list offsets: %w", err)
+		return nil, fmt.Errorf("list offsets: %w", err)
 	}
 	type span struct{ from, to int64 }
-	spans := map[int32]span{}
+	spans, reached := map[int32]span{}, map[int32]int64{}
 	var listErr error
 	ends.Each(func(o kadm.ListedOffset) {
 		start, ok := starts.Lookup(o.Topic, o.Partition)
@@ -63,12 +79,22 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 			listErr = o.Err
 		case !ok || start.Err != nil:
 			listErr = fmt.Errorf("no start offset for partition %d", o.Partition)
-		case o.Offset > start.Offset:
-			spans[o.Partition] = span{start.Offset, o.Offset}
+		default:
+			at, resumed := from[o.Partition]
+			if !resumed {
+				at = start.Offset
+			}
+			if resumed && (start.Offset > at || o.Offset < at) {
+				listErr = fmt.Errorf("partition %d: %w", o.Partition, errRewound)
+			}
+			reached[o.Partition] = max(at, o.Offset)
+			if o.Offset > at {
+				spans[o.Partition] = span{at, o.Offset}
+			}
 		}
 	})
 	if listErr != nil {
-		return fmt.Errorf("list offsets: %w", listErr)
+		return nil, fmt.Errorf("list offsets: %w", listErr)
 	}
 	parts := make([]int32, 0, len(spans))
 	for p := range spans {
@@ -78,10 +104,10 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 	r := &partitionReader{cl: cl, adm: adm, topic: topic, stallAfter: stallAfter}
 	for _, p := range parts {
 		if err := r.read(ctx, p, spans[p].from, spans[p].to, each); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return reached, nil
 }
 
 // stallAfter is how long a partition may give no progress before its read

@@ -62,6 +62,8 @@ type Sink struct {
 	mu       sync.Mutex
 	client   *kgo.Client
 	release  func() // gives client back
+	image    *image // the topic's shared read, for recoveries
+	unshare  func() // gives image back
 	ready    bool
 	replayed bool
 }
@@ -138,7 +140,11 @@ func (s *Sink) connect() (*kgo.Client, error) {
 	if err != nil {
 		return nil, sinks.Permanent(fmt.Errorf("kafka client: %w", err))
 	}
-	s.client, s.release = v.(*kgo.Client), release
+	// The image is per cluster as well: it folds one cluster's inventories.
+	im, unshare, _ := c.Clients.Acquire("kafka-image", key+"\x00"+c.Cluster, func() (any, func(), error) {
+		return newImage(s.opts, c.Topic), func() {}, nil
+	})
+	s.client, s.release, s.image, s.unshare = v.(*kgo.Client), release, im.(*image), unshare
 	return s.client, nil
 }
 
@@ -149,7 +155,8 @@ func (s *Sink) Close() {
 	defer s.mu.Unlock()
 	if s.client != nil {
 		s.release()
-		s.client, s.release = nil, nil
+		s.unshare()
+		s.client, s.release, s.image, s.unshare = nil, nil, nil, nil
 	}
 }
 

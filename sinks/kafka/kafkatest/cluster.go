@@ -130,6 +130,32 @@ func (c *Cluster) StallFetches(p int32, from int64, d time.Duration) func() int 
 	}
 }
 
+// FetchesFrom counts, from now on, the fetches of any partition from an
+// offset at or below offset (FetchesFrom(0): reads from a topic's start).
+func (c *Cluster) FetchesFrom(offset int64) func() int {
+	var mu sync.Mutex
+	n := 0
+	c.c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.FetchOffset <= offset {
+					n++
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
 // Brokers are the seed addresses.
 func (c *Cluster) Brokers() []string { return []string{"127.0.0.1:" + strconv.Itoa(c.port)} }
 

@@ -1,0 +1,87 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/kafka"
+	"kollect.dev/kollect/sinks/kafka/kafkatest"
+	"kollect.dev/kollect/sinks/sinktest"
+)
+
+// After a restart, the inventories of one process on one topic read it
+// about once between them, not once each; every one still recovers its
+// exact state, a change another writer made after the first read
+// included, and republishes nothing.
+func TestInventoriesOnOneTopicReadItOnceAfterARestart(t *testing.T) {
+	fc := kafkatest.Start(t)
+	ctx := context.Background()
+	cfg := kafka.Config{Brokers: fc.Brokers(), Topic: "shared", Cluster: "prod"}
+	const teams = 20
+	snaps := make([]*rows.Snapshot, teams)
+	for i := range teams {
+		id := rows.Identity{Namespace: fmt.Sprintf("team-%02d", i), Name: "inv"}
+		snaps[i] = sinktest.Snap(id, sinktest.Rows(50, "1"))
+		s, err := kafka.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack, err := s.Export(ctx, rows.Diff(nil, snaps[i])); err != nil || ack.Written != 50 {
+			t.Fatalf("team %d: first export wrote %d (%v), want 50", i, ack.Written, err)
+		}
+		s.Close()
+	}
+
+	// The restarted process: one Clients, so the sinks share the read.
+	fromStart := fc.FetchesFrom(0)
+	clients := &sinks.Clients{}
+	shared := cfg
+	shared.Clients = clients
+	restarted := make([]*kafka.Sink, teams)
+	for i := range teams {
+		s, err := kafka.New(shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		restarted[i] = s
+	}
+	if ack, err := restarted[0].Export(ctx, rows.Diff(nil, snaps[0])); err != nil || ack.Written != 0 {
+		t.Fatalf("team 0 after the restart wrote %d (%v), want nothing", ack.Written, err)
+	}
+	oneRead := fromStart() // one fetch from the start per partition
+	if oneRead == 0 {
+		t.Fatal("the first recovery fetched nothing from the topic's start")
+	}
+	// Meanwhile another writer (the old leader, say) changes team 1's rows.
+	old, err := kafka.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := sinktest.Snap(snaps[1].Inventory, sinktest.Rows(50, "2"))
+	if ack, err := old.Export(ctx, rows.Diff(snaps[1], changed)); err != nil || ack.Written != 50 {
+		t.Fatalf("the other writer wrote %d (%v), want 50", ack.Written, err)
+	}
+	old.Close()
+	snaps[1] = changed
+	for i := 1; i < teams; i++ {
+		if ack, err := restarted[i].Export(ctx, rows.Diff(nil, snaps[i])); err != nil || ack.Written != 0 {
+			t.Fatalf("team %d after the restart wrote %d (%v), want nothing: its recovery missed what the topic holds", i, ack.Written, err)
+		}
+	}
+	if n := fromStart(); n != oneRead {
+		t.Errorf("%d fetches from the topic's start for %d inventories, want %d (one read)", n, teams, oneRead)
+	}
+	// A second full export of one inventory reads the topic again: the
+	// image gave its state away.
+	gone := sinktest.Snap(snaps[2].Inventory, sinktest.Rows(40, "1"))
+	if ack, err := restarted[2].Export(ctx, rows.Diff(nil, gone)); err != nil || ack.Written != 10 {
+		t.Fatalf("a second full export wrote %d (%v), want the 10 deletes", ack.Written, err)
+	}
+	if n := fromStart(); n != 2*oneRead {
+		t.Errorf("%d fetches from the topic's start, want %d (two reads) after a scope recovered twice", n, 2*oneRead)
+	}
+}
