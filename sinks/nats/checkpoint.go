@@ -17,10 +17,12 @@ import (
 // A checkpoint bounds recovery: it is the exact state of one scope (key →
 // row sum) as of a stream sequence, kept in a JetStream object store beside
 // the stream. Recovery reads the checkpoint and only the messages after
-// it, however long the stream's history. It is written after an export
-// once at least checkpointEvery messages (and at least half the scope's
-// rows) were published since the last one, so its cost per message stays
-// constant.
+// it, however long the stream's history. It is written after every full
+// reconcile (the first export after a restart, say, so the next restart
+// starts there however quiet the inventory and busy the stream: it costs
+// less than the recovery that preceded it), and after an export once at
+// least checkpointEvery messages (and at least half the scope's rows) were
+// published since the last one, so its cost per message stays constant.
 const checkpointEvery = 1000
 
 type checkpoint struct {
@@ -75,11 +77,13 @@ func (s *Sink) readCheckpoint(ctx context.Context, js jetstream.JetStream, scope
 
 // maybeCheckpoint records the scope's state after an export of d that
 // published published messages, the last at sequence seq, and set aside
-// setAside rows. The stream then holds exactly d.Next, unless a row was set
+// setAside rows; reconciled says the export recovered the scope's state
+// from the stream, read up to sequence upto (a full reconcile: the stream
+// then holds d.Next for the scope as of the later of seq and upto). The stream then holds exactly d.Next, unless a row was set
 // aside since the last full reconcile: the stream still holds that row's
 // last published version, which the snapshot does not tell, so no
 // checkpoint is written until a full export sets nothing aside.
-func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, d *rows.Delta, setAside, published int, seq uint64) error {
+func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, d *rows.Delta, setAside, published int, seq uint64, reconciled bool, upto uint64) error {
 	key := checkpointName(scope)
 	s.mu.Lock()
 	if s.sinceCheckpoint == nil {
@@ -92,7 +96,9 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 		delete(s.setAside, key)
 	}
 	s.sinceCheckpoint[key] += published
-	due := seq > 0 && !s.setAside[key] && s.sinceCheckpoint[key] >= max(checkpointEvery, len(d.Next.Rows)/2)
+	reconciled = reconciled && d.Full() && !d.Next.Partial()
+	due := !s.setAside[key] && (reconciled || (seq > 0 && s.sinceCheckpoint[key] >= max(checkpointEvery, len(d.Next.Rows)/2)))
+	seq = max(seq, upto)
 	s.mu.Unlock()
 	if !due {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/nats"
 	"kollect.dev/kollect/sinks/nats/natstest"
@@ -42,16 +43,7 @@ func TestRecoveryStartsFromTheCheckpoint(t *testing.T) {
 	}
 	first.Close()
 
-	nc, err := natsgo.Connect(ts.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	st, err := js.Stream(ctx, "history")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stream(t, ts.URL(), "history")
 	// Drop the history the checkpoint covers: the first export's messages.
 	if err := st.Purge(ctx, jetstream.WithPurgeSequence(1501)); err != nil {
 		t.Fatal(err)
@@ -129,4 +121,64 @@ func TestACheckpointNeverHidesARowSetAside(t *testing.T) {
 	if len(live) != 1500 {
 		t.Fatalf("the stream holds %d live rows, want 1500: the row set aside was never deleted", len(live))
 	}
+}
+
+// A quiet inventory on a busy shared stream: its first export after a
+// start writes a checkpoint at the stream's end, though it published a
+// handful of messages, so the restart after that reads none of the others'
+// history. With that history purged, a restarted sink still knows its
+// rows and republishes nothing.
+func TestAFullReconcileCheckpointsAQuietInventory(t *testing.T) {
+	ts := natstest.Start(t)
+	ctx := context.Background()
+	cfg := nats.Config{URL: ts.URL(), Subject: "shared", Stream: "busy"}
+	quiet, busy := rows.Identity{Namespace: "team-q", Name: "inv"}, rows.Identity{Namespace: "team-b", Name: "inv"}
+	export := func(id rows.Identity, snap *rows.Snapshot) sinks.Ack {
+		t.Helper()
+		s, err := nats.New(cfg) // a new sink: a restarted operator
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ack, err := s.Export(ctx, rows.Diff(nil, snap))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack
+	}
+	mine := sinktest.Snap(quiet, sinktest.Rows(10, "1"))
+	if ack := export(quiet, mine); ack.Written != 10 {
+		t.Fatalf("the first export published %d messages, want 10", ack.Written)
+	}
+	export(busy, sinktest.Snap(busy, sinktest.Rows(3000, "1")))
+	// The restart: nothing changed for the quiet inventory.
+	if ack := export(quiet, mine); ack.Written != 0 {
+		t.Fatalf("a restart republished %d messages", ack.Written)
+	}
+	if err := stream(t, ts.URL(), "busy").Purge(ctx); err != nil { // the whole history, the quiet one's rows included
+		t.Fatal(err)
+	}
+	if ack := export(quiet, mine); ack.Written != 0 {
+		t.Fatalf("after the purge a restart republished %d messages: recovery did not start from the reconcile's checkpoint", ack.Written)
+	}
+}
+
+// stream opens a stream of the server at url, on a connection of the
+// test's own.
+func stream(t *testing.T, url, name string) jetstream.Stream {
+	t.Helper()
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -207,15 +207,18 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st jetstream.Stream, d *rows.Delta) (sinks.Ack, error) {
 	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory, Writer: s.cfg.Writer}
 	var recovered events.State
+	// reconciled: recovery read the scope's whole state, up to upto.
+	var reconciled bool
+	var upto uint64
 	if d.Full() && !(s.cfg.Replay && !s.replayed) {
-		rec, err := s.recover(apiCtx, js, st, scope)
+		rec, last, err := s.recover(ctx, apiCtx, js, st, scope)
 		if err != nil {
 			return sinks.Ack{}, err
 		}
 		if err := rec.Check(scope, s.cfg.Adopt); err != nil {
 			return sinks.Ack{}, err
 		}
-		recovered = rec.State
+		recovered, reconciled, upto = rec.State, true, last
 	}
 	changes := events.Plan(scope, d, recovered)
 	futures := make([]jetstream.PubAckFuture, 0, len(changes))
@@ -255,61 +258,77 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	}
 	s.replayed = true
 	// Best effort: without a checkpoint, recovery reads more history.
-	_ = s.maybeCheckpoint(apiCtx, js, scope, d, len(rejected), len(futures), seq)
+	_ = s.maybeCheckpoint(apiCtx, js, scope, d, len(rejected), len(futures), seq, reconciled, upto)
 	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
 }
 
 // recover folds what the stream holds for scope: its checkpoint, when it
 // has a usable one, and the messages after it; otherwise the whole history.
-func (s *Sink) recover(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, scope events.Scope) (*events.Recovered, error) {
-	info, err := st.Info(ctx)
+// It also returns the stream sequence it read up to. Its reads have no
+// fixed budget (a quiet inventory on a busy shared stream may need long
+// ones): they are bounded by ctx and by stallAfter without progress; each
+// API call is bounded by api.
+func (s *Sink) recover(ctx, api context.Context, js jetstream.JetStream, st jetstream.Stream, scope events.Scope) (*events.Recovered, uint64, error) {
+	info, err := st.Info(api)
 	if err != nil {
-		return nil, s.classify("read stream", err)
+		return nil, 0, s.classify("read stream", err)
 	}
 	rec := &events.Recovered{}
-	start := info.State.FirstSeq
-	cp, err := s.readCheckpoint(ctx, js, scope, info.State.FirstSeq)
+	start, last := info.State.FirstSeq, info.State.LastSeq
+	cp, err := s.readCheckpoint(api, js, scope, info.State.FirstSeq)
 	if err != nil {
-		return nil, s.classify("read checkpoint", err)
+		return nil, 0, s.classify("read checkpoint", err)
 	}
 	if cp != nil {
 		rec.State, rec.Writer, start = cp.State, cp.Writer, cp.Seq+1
 	}
-	if info.State.Msgs == 0 || start > info.State.LastSeq {
-		return rec, nil
+	if info.State.Msgs == 0 || start > last {
+		return rec, last, nil
 	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject},
+	cons, err := st.OrderedConsumer(api, jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.cfg.Subject},
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
 	if err != nil {
-		return nil, s.classify("read back stream", err)
+		return nil, 0, s.classify("read back stream", err)
 	}
-	for tries := 0; ; {
+	for progress := time.Now(); ; {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, fmt.Errorf("nats read back stream: %w", err)
+		}
 		batch, err := cons.FetchNoWait(1000)
 		if err != nil {
-			return nil, s.classify("read back stream", err)
+			return nil, 0, s.classify("read back stream", err)
 		}
 		n, done := 0, false
 		for m := range batch.Messages() {
 			n++
 			rec.Fold(scope, m.Headers().Get)
-			if md, err := m.Metadata(); err == nil && (md.NumPending == 0 || md.Sequence.Stream >= info.State.LastSeq) {
+			if md, err := m.Metadata(); err == nil && (md.NumPending == 0 || md.Sequence.Stream >= last) {
 				done = true
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, s.classify("read back stream", err)
+			return nil, 0, s.classify("read back stream", err)
 		}
 		if done {
-			return rec, nil
+			return rec, last, nil
 		}
-		if n == 0 {
-			if tries++; tries > 50 {
-				return nil, fmt.Errorf("nats read back stream: no messages after 5s though the stream holds %d", info.State.Msgs)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if n > 0 {
+			progress = time.Now()
+			continue
+		}
+		if time.Since(progress) > stallAfter {
+			return nil, 0, fmt.Errorf("nats read back stream: no messages for %s though the stream holds %d up to sequence %d; retrying", stallAfter, info.State.Msgs, last)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
+
+// stallAfter is how long recovery may receive nothing before it fails
+// (and the export that needed it is retried).
+const stallAfter = 10 * time.Second
 
 func (s *Sink) classify(op string, err error) error {
 	if errors.Is(err, sinks.ErrPermanent) {
