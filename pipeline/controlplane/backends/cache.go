@@ -136,7 +136,9 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
-	creds, err := c.Registry.credentials(ctx, cl, sink)
+	// Through the memo: an edit of a sink many inventories share reads
+	// its Secrets once, not once per inventory.
+	creds, err := c.Registry.credentials(ctx, c.Registry.secrets.reader(cl), sink)
 	if err != nil && ctx.Err() != nil {
 		// The caller's context ended, not the sink's credentials: nothing
 		// is kept, so the backend built before stands.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,6 +99,8 @@ type Registry struct {
 	// with the others of its server.
 	Clients *sinks.Clients
 	types   map[string]Type
+	// secrets reuses the Secrets read for backends for a few seconds.
+	secrets *secretMemo
 }
 
 // Default is a registry of every backend this build implements, each
@@ -108,7 +111,7 @@ func Default(policy endpoint.Policy) *Registry {
 
 // New is a registry of the given types.
 func New(policy endpoint.Policy, types ...Type) *Registry {
-	r := &Registry{Policy: policy, Clients: &sinks.Clients{}, types: map[string]Type{}}
+	r := &Registry{Policy: policy, Clients: &sinks.Clients{}, types: map[string]Type{}, secrets: newSecretMemo(time.Now)}
 	for _, t := range types {
 		r.types[t.Family+"/"+t.Name] = t
 	}
