@@ -28,6 +28,16 @@ func compileJSONPath(path string) (evaluator, error) {
 	if steps, ok := simpleSteps(p.Root); ok {
 		return fieldWalk(steps), nil
 	}
+	// JSONPath has no cost limit of its own (CEL has one): bound it by
+	// shape. One recursive descent walks the object once; each further one
+	// walks everything below every match of the one before, so the cost
+	// grows with the object's size to that power ({..a..b..c} over a large
+	// object held a worker for minutes).
+	if n := recursiveDescents(p.Root); n > maxRecursiveDescents {
+		return nil, fmt.Errorf("invalid JSONPath %q: it descends recursively (..) %d times, at most %d is allowed: "+
+			"each one walks every node below the matches of the last, so the cost grows as the object's size to that power; "+
+			"name the fields between them, or use a cel: expression (it has a cost limit)", path, n, maxRecursiveDescents)
+	}
 	if _, err := parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("invalid JSONPath %q: %w", path, err)
 	}
@@ -37,6 +47,30 @@ func compileJSONPath(path string) (evaluator, error) {
 	// evaluation, or only the first object would see it whole.
 	t.reparse = hasRange(p.Root)
 	return t, nil
+}
+
+// maxRecursiveDescents is how many `..` one JSONPath may hold.
+const maxRecursiveDescents = 1
+
+// recursiveDescents counts the `..` in a parsed template, filters and
+// unions included.
+func recursiveDescents(n jsonpath.Node) int {
+	count := 0
+	switch n := n.(type) {
+	case *jsonpath.RecursiveNode:
+		count++
+	case *jsonpath.ListNode:
+		for _, c := range n.Nodes {
+			count += recursiveDescents(c)
+		}
+	case *jsonpath.FilterNode:
+		count += recursiveDescents(n.Left) + recursiveDescents(n.Right)
+	case *jsonpath.UnionNode:
+		for _, c := range n.Nodes {
+			count += recursiveDescents(c)
+		}
+	}
+	return count
 }
 
 // hasRange reports whether a template uses {range}.

@@ -33,3 +33,32 @@ func TestARunawayCELExpressionIsStoppedByItsCostLimit(t *testing.T) {
 		t.Fatalf("small input: got %v, %v", got, err)
 	}
 }
+
+// JSONPath has no cost limit: its cost is bounded by shape. One recursive
+// descent is allowed (it walks the object once); a path with more is
+// refused when it is compiled, with a message saying what to do instead.
+func TestJSONPathRecursiveDescentIsBounded(t *testing.T) {
+	cases := []struct {
+		path string
+		ok   bool
+	}{
+		{"{..image}", true},
+		{"{.spec..image}", true},
+		{"{range .items[*]}{..name}{end}", true},
+		{"{..containers..image}", false},
+		{"{..a..b..c}", false},
+		{"{range ..items[*]}{..name}{end}", false},
+		{"{.items[?(@..x == 1)]..y}", false},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			_, err := extract.Compile([]extract.Attribute{{Name: "x", Path: c.path}}, extract.NewScrubber())
+			switch {
+			case c.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !c.ok && (err == nil || !strings.Contains(err.Error(), "descends recursively (..)")):
+				t.Fatalf("want a refusal naming the recursive descents, got %v", err)
+			}
+		})
+	}
+}
