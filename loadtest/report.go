@@ -75,9 +75,16 @@ func (r *Report) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	files = append(files, filepath.Join(dir, "report.md"))
-	if r.Cluster != nil && len(r.Cluster.HeapProfile) > 0 {
+	var heap []byte
+	switch {
+	case r.Cluster != nil:
+		heap = r.Cluster.HeapProfile
+	case r.Tenants != nil:
+		heap = r.Tenants.HeapProfile
+	}
+	if len(heap) > 0 {
 		path := filepath.Join(dir, "heap.pb.gz")
-		if err := os.WriteFile(path, r.Cluster.HeapProfile, 0o644); err != nil {
+		if err := os.WriteFile(path, heap, 0o644); err != nil {
 			return files, err
 		}
 		files = append(files, path)
