@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,10 @@ type Config struct {
 	// plain dialer. The operator passes one that refuses forbidden
 	// endpoints at the address dialled.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clients, when set, shares one connection among the sinks of the
+	// same server, credentials and TLS settings (each keeps its own
+	// JetStream context); nil gives the sink a connection of its own.
+	Clients *sinks.Clients
 }
 
 // Sink publishes row changes to JetStream.
@@ -51,6 +56,7 @@ type Sink struct {
 
 	mu       sync.Mutex
 	nc       *natsgo.Conn
+	release  func() // gives nc back
 	js       jetstream.JetStream
 	stream   jetstream.Stream // ensured once per connection; dropped after a failed export
 	replayed bool
@@ -78,13 +84,14 @@ func New(cfg Config) (*Sink, error) {
 	return &Sink{cfg: cfg}, nil
 }
 
-// Close drops the connection.
+// Close gives the connection back: a shared one closes with its last
+// sink.
 func (s *Sink) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.nc != nil {
-		s.nc.Close()
-		s.nc, s.js = nil, nil
+		s.release()
+		s.nc, s.js, s.release = nil, nil, nil
 	}
 }
 
@@ -113,16 +120,25 @@ func (s *Sink) connect(ctx context.Context) (jetstream.JetStream, error) {
 		}
 		opts = append(opts, natsgo.Secure(tc))
 	}
-	nc, err := natsgo.Connect(s.cfg.URL, opts...)
+	c := s.cfg
+	key := strings.Join([]string{c.URL, c.Token, c.Username, c.Password, string(c.CA), strconv.FormatBool(c.InsecureSkipVerify)}, "\x00")
+	v, release, err := c.Clients.Acquire("nats", key, func() (any, func(), error) {
+		nc, err := natsgo.Connect(c.URL, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	})
 	if err != nil {
 		return nil, s.classify("connect", err)
 	}
+	nc := v.(*natsgo.Conn)
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
-		nc.Close()
+		release()
 		return nil, fmt.Errorf("nats jetstream: %w", err)
 	}
-	s.nc, s.js, s.stream = nc, js, nil
+	s.nc, s.js, s.stream, s.release = nc, js, nil, release
 	return js, nil
 }
 

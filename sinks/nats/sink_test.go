@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -190,5 +191,39 @@ func TestAStreamItFindsIsNeverWidened(t *testing.T) {
 	}
 	if got := st.CachedInfo().Config.Subjects; len(got) != 1 || got[0] != "platform.audit" {
 		t.Fatalf("the platform's stream now captures %v", got)
+	}
+}
+
+// The sinks of one server share one connection when they share Clients
+// (a thousand inventories on one NATS server hold one, not a thousand),
+// each publishing exactly its own rows; the last to close closes it.
+func TestSinksOfOneServerShareAConnection(t *testing.T) {
+	ts := natstest.Start(t)
+	ctx := context.Background()
+	clients := &sinks.Clients{}
+	var all []*nats.Sink
+	for i := range 5 {
+		s, err := nats.New(nats.Config{URL: ts.URL(), Subject: "shared", Stream: "shared", Clients: clients})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s)
+		id := rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"}
+		if ack, err := s.Export(ctx, rows.Diff(nil, sinktest.Snap(id, sinktest.Rows(10, "1")))); err != nil || ack.Written != 10 {
+			t.Fatalf("team %d wrote %d (%v), want 10", i, ack.Written, err)
+		}
+	}
+	if n := ts.Connections(); n != 1 {
+		t.Errorf("%d connections for 5 sinks, want 1", n)
+	}
+	for _, s := range all {
+		s.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Connections() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections after every sink closed, want 0", ts.Connections())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

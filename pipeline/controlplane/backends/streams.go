@@ -25,7 +25,7 @@ func natsType() Type {
 			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
 				return nil, err
 			}
-			cfg.Dial = GuardedDial(env.Policy)
+			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
 			return nats.New(cfg)
 		}}
 }

@@ -72,6 +72,9 @@ func (s *Server) Close() {
 	os.RemoveAll(s.opts.StoreDir)
 }
 
+// Connections counts the clients connected now.
+func (s *Server) Connections() int { return s.srv.NumClients() }
+
 // URL is the client URL.
 func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.opts.Port) }
 
