@@ -16,6 +16,10 @@ import (
 type Clients struct {
 	mu sync.Mutex
 	m  map[string]*shared
+	// closing are the clients whose last release is closing them: a new
+	// Acquire of one waits for that to end, so a client that owns state
+	// (a Git mirror's directory) is never opened while it is torn down.
+	closing map[string]chan struct{}
 }
 
 type shared struct {
@@ -40,6 +44,12 @@ func (c *Clients) Acquire(kind, key string, open func() (any, func(), error)) (v
 	id := hex.EncodeToString(sum[:])
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for c.closing[id] != nil {
+		done := c.closing[id]
+		c.mu.Unlock()
+		<-done
+		c.mu.Lock()
+	}
 	s, ok := c.m[id]
 	if !ok {
 		v, closeFn, err := open()
@@ -59,14 +69,22 @@ func (c *Clients) Acquire(kind, key string, open func() (any, func(), error)) (v
 func (c *Clients) release(id string, s *shared) {
 	c.mu.Lock()
 	s.refs--
-	last := s.refs == 0
-	if last {
-		delete(c.m, id)
+	if s.refs > 0 {
+		c.mu.Unlock()
+		return
 	}
+	delete(c.m, id)
+	done := make(chan struct{})
+	if c.closing == nil {
+		c.closing = map[string]chan struct{}{}
+	}
+	c.closing[id] = done
 	c.mu.Unlock()
-	if last {
-		s.close() // outside the lock: a pool waits for its connections in use
-	}
+	s.close() // outside the lock: a pool waits for its connections in use
+	c.mu.Lock()
+	delete(c.closing, id)
+	c.mu.Unlock()
+	close(done)
 }
 
 // Open counts the clients held, for metrics and tests.

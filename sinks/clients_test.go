@@ -2,7 +2,9 @@ package sinks_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"kollect.dev/kollect/sinks"
 )
@@ -42,5 +44,41 @@ func TestClientsShareOnePerKeyAndCloseWithTheLast(t *testing.T) {
 	r()
 	if opened["a"] != 2 || closed["a"] != 2 {
 		t.Fatalf("without Clients: opened %d, closed %d, want 2 and 2", opened["a"], closed["a"])
+	}
+}
+
+// TestClientsOpenAgainOnlyAfterTheLastCloseEnds: a client that owns state
+// (a Git mirror's directory) is not opened again while its last release
+// is still closing it.
+func TestClientsOpenAgainOnlyAfterTheLastCloseEnds(t *testing.T) {
+	var c sinks.Clients
+	closing, release := make(chan struct{}), make(chan struct{})
+	var closed atomic.Bool
+	_, r, err := c.Acquire("git-mirror", "repo", func() (any, func(), error) {
+		return 1, func() { close(closing); <-release; closed.Store(true) }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go r()
+	<-closing // the close has begun and is held
+	reopened := make(chan bool, 1)
+	go func() {
+		_, r2, err := c.Acquire("git-mirror", "repo", func() (any, func(), error) {
+			reopened <- closed.Load()
+			return 2, func() {}, nil
+		})
+		if err == nil {
+			r2()
+		}
+	}()
+	select {
+	case <-reopened:
+		t.Fatal("the client was opened again while its close was under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if afterClose := <-reopened; !afterClose {
+		t.Fatal("the client was opened again before its close ended")
 	}
 }

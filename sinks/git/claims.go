@@ -8,9 +8,11 @@ import (
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -31,8 +33,6 @@ func (l Layout) writerPrefix(id rows.Identity) string {
 // Writer returns the writer the remote records for the inventory, "" for
 // none.
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	refs, err := s.writerRefs(ctx, id)
 	if err != nil || len(refs) == 0 {
 		return "", err
@@ -40,12 +40,11 @@ func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
 	return strings.TrimPrefix(refs[0].String(), s.cfg.Layout.writerPrefix(id)), nil
 }
 
-// writerRefs lists the inventory's writer refs on the remote.
+// writerRefs lists the inventory's writer refs on the remote. A listing
+// needs no objects: it goes through a remote of its own, not the mirror,
+// so it does not wait for the mirror's turn.
 func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.ReferenceName, error) {
-	remote, err := s.repo.Remote("origin")
-	if err != nil {
-		return nil, fmt.Errorf("git mirror: %w", err)
-	}
+	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.cfg.URL}})
 	tctx, cancel := s.transfer(ctx)
 	defer cancel()
 	listed, err := remote.ListContext(tctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
@@ -76,6 +75,10 @@ func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) e
 	if err != nil {
 		return err
 	}
+	if err := s.takeTurn(ctx); err != nil {
+		return err
+	}
+	defer s.giveTurn()
 	s.stage = newStage(s.repo.Storer)
 	defer func() { s.stage = nil }()
 	var updates []refUpdate

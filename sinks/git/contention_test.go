@@ -85,9 +85,9 @@ func TestClustersPushingToOneRepositoryAllLand(t *testing.T) {
 }
 
 // TestSinksOfOneProcessTakeTurnsOnABranch: many inventories of one
-// operator on one repository (a team per namespace) share the branch's
-// turn, so their exports queue instead of racing: none is rebuilt on
-// another's tip, and every one lands.
+// operator on one repository (a team per namespace) share its mirror and
+// the mirror's turn, so their exports queue instead of racing: none is
+// rebuilt on another's tip, and every one lands.
 func TestSinksOfOneProcessTakeTurnsOnABranch(t *testing.T) {
 	bare := remote(t)
 	clients := &sinks.Clients{}
@@ -127,7 +127,7 @@ func TestSinksOfOneProcessTakeTurnsOnABranch(t *testing.T) {
 		t.Errorf("%d pushes of one process were rebuilt on another's tip: the sinks raced instead of taking turns", conflicts)
 	}
 	if got := clients.Open(); got != 1 {
-		t.Errorf("%d turns held for one branch, want 1", got)
+		t.Errorf("%d mirrors held for one repository, want 1", got)
 	}
 	for i := range teams {
 		team := fmt.Sprintf("team-%02d", i)

@@ -9,16 +9,18 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// gcEvery is how many commits a sink makes between two collections of its
-// mirror's garbage.
+// gcEvery is how many commits a mirror takes between two collections of
+// its garbage.
 const gcEvery = 200
 
 // collectGarbage deletes the mirror's loose objects that no reference
 // reaches: what failed, rejected or superseded exports wrote. The mirror
 // then holds what the remote holds, however long the churn. It runs right
-// after a successful push, under the export lock: the files and trees the
-// sink remembers are then exactly those of the pushed commit, which the
-// branch reaches, so none of them is garbage.
+// after a successful push, under the mirror's turn: the files and trees
+// the sink remembers are then exactly those of the pushed commit, which
+// the branch reaches, so none of them is garbage; what another sink of
+// the mirror remembers is its last pushed commit and owned record, which
+// its branch and owned ref reach.
 func (s *Sink) collectGarbage() error {
 	err := s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
 	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
@@ -27,25 +29,27 @@ func (s *Sink) collectGarbage() error {
 	return nil
 }
 
-// maybeCollectGarbage counts a commit and, every cfg.GCEvery commits
-// (gcEvery by default), collects garbage if the mirror may hold some the
-// sink did not delete itself: it starts that way (a mirror directory may
+// maybeCollectGarbage counts a commit of the mirror and, every
+// cfg.GCEvery of them (gcEvery by default, whichever of the mirror's sinks
+// made them), collects garbage if the mirror may hold some its sinks did
+// not delete themselves: it starts that way (a mirror directory may
 // outlive a process), and becomes so when an export failed with objects
-// already in the mirror, or another writer moved the branch. A single
-// writer's exports leave none (dropRecord), and the collection walks
-// every object the refs reach: 5-6 s of CPU at 250,000 files.
+// already in the mirror, another writer moved the branch, or a sink
+// sharing the mirror superseded its owned record. A single writer's
+// exports leave none (dropRecord), and the collection walks every object
+// the refs reach: 5-6 s of CPU at 250,000 files.
 func (s *Sink) maybeCollectGarbage() error {
 	every := s.cfg.GCEvery
 	if every <= 0 {
 		every = gcEvery
 	}
-	if s.commits++; s.commits%every != 0 || !s.dirty {
+	if s.m.commits++; s.m.commits%every != 0 || !s.m.dirty {
 		return nil
 	}
 	if err := s.collectGarbage(); err != nil {
 		return err
 	}
-	s.dirty = false
+	s.m.dirty = false
 	return nil
 }
 
@@ -69,8 +73,10 @@ func (s *Sink) dropRecord(owned ownedList) {
 	switch {
 	case prev.commit == plumbing.ZeroHash || prev.commit == owned.commit:
 		return
-	case !owned.edited:
-		s.dirty = true
+	case !owned.edited || s.m.shared.Load():
+		// Written whole, or in a mirror other sinks use (see mirror):
+		// only the collection deletes.
+		s.m.dirty = true
 		return
 	}
 	// The empty tree is the record's when it owns nothing, and may be

@@ -6,22 +6,18 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/pipeline/model/rows"
@@ -49,15 +45,16 @@ type Config struct {
 	// annotation); refused otherwise.
 	AllowPlainHTTPCredentials bool
 	SinkName                  string
-	MirrorDir                 string // local mirror; default a temp dir
+	MirrorDir                 string // local mirror; default a temp dir, removed on Close
 	// GCEvery is how many commits pass between two collections of the
 	// mirror's garbage (default 200).
 	GCEvery int
 	Layout  Layout
-	// Clients, when set, shares one turn per remote and branch among the
-	// sinks of this process: their exports to one branch take turns
-	// instead of racing each other's pushes, where each lost race fetches,
-	// rebuilds and pushes again (many inventories on one repository).
+	// Clients, when set, shares one mirror per remote among the sinks of
+	// this process (see mirror): their exports take turns instead of
+	// racing each other's pushes, and each commit is fetched once. The
+	// mirror lives in the first sink's MirrorDir (give the sinks of one
+	// remote one directory) and is removed when the last sink closes.
 	Clients *sinks.Clients
 }
 
@@ -65,12 +62,11 @@ type Config struct {
 type Sink struct {
 	cfg     Config
 	mu      sync.Mutex
-	repo    *gogit.Repository
 	sshAuth transport.AuthMethod
 	stage   *stage // the objects of the export under way
-	// turn is the branch's: held for an export, shared by this process's
-	// sinks of the branch; release gives it back.
-	turn    chan struct{}
+	// m is the mirror, used only while its turn is held; repo is m's.
+	m       *mirror
+	repo    *gogit.Repository
 	release func()
 
 	// The last pushed export, to work in proportion to change.
@@ -94,12 +90,9 @@ type Sink struct {
 	// snapshot (a JSON document, a split index): they carry the export
 	// time, so an unchanged snapshot must not rewrite them.
 	summary map[string]string // path → the checksum the file carries
-	commits int               // made by this process, for garbage collection
 	// ownedHead is the owned record's commit and root tree as last read
-	// or pushed; dirty says the mirror may hold garbage that no export accounted
-	// for, which the next collection due removes.
+	// or pushed.
 	ownedHead record
-	dirty     bool
 }
 
 type renderedFile struct {
@@ -126,64 +119,29 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// New opens (or creates) the local mirror for cfg.
+// New opens (or creates) the local mirror for cfg, or joins the one this
+// process's sinks of cfg.URL share (Config.Clients).
 func New(cfg Config) (*Sink, error) {
 	cfg = cfg.withDefaults()
-	dir := cfg.MirrorDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "kollect-git-")
-		if err != nil {
-			return nil, fmt.Errorf("git mirror: %w", err)
-		}
-		dir = d
-	}
-	// A small object cache: go-git's default keeps up to 96 MiB of objects
-	// alive, and a push walks every object of the tree.
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
-	repo, err := gogit.Open(st, nil)
-	if errors.Is(err, gogit.ErrRepositoryNotExists) {
-		repo, err = gogit.Init(st, nil)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
-	}
 	if err := cfg.checkTransport(); err != nil {
 		return nil, err
 	}
-	_ = repo.DeleteRemote("origin")
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}}); err != nil {
-		return nil, fmt.Errorf("git remote: %w", err)
-	}
-	// A push carries small files, new or changed: searching them for deltas
-	// against each other (go-git's default window of 10) costs far more CPU
-	// than it saves bytes, and it grew with the tree, not with the change.
-	rc, err := repo.Config()
-	if err != nil {
-		return nil, fmt.Errorf("git mirror config: %w", err)
-	}
-	if rc.Pack.Window != 0 {
-		rc.Pack.Window = 0
-		if err := repo.SetConfig(rc); err != nil {
-			return nil, fmt.Errorf("git mirror config: %w", err)
-		}
-	}
-	s := &Sink{cfg: cfg, repo: repo, dirty: true} // a mirror directory may hold an earlier process's garbage
-	turn, release, err := cfg.Clients.Acquire("git-branch", cfg.URL+"\x00"+cfg.Branch, func() (any, func(), error) {
-		return make(chan struct{}, 1), func() {}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.turn, s.release = turn.(chan struct{}), release
+	s := &Sink{cfg: cfg}
 	if strings.HasPrefix(cfg.URL, "ssh://") {
+		var err error
 		if s.sshAuth, err = sshAuth(cfg); err != nil {
 			return nil, err
 		}
 	}
+	m, release, err := acquireMirror(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.m, s.repo, s.release = m, m.repo, release
 	return s, nil
 }
 
-// Close gives the branch's turn back.
+// Close gives the mirror back; the last sink of a shared one removes it.
 func (s *Sink) Close() { s.release() }
 
 func (s *Sink) auth() transport.AuthMethod {
@@ -212,12 +170,10 @@ func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case s.turn <- struct{}{}:
-		defer func() { <-s.turn }()
-	case <-ctx.Done():
-		return sinks.Ack{}, fmt.Errorf("git: wait for the other exports to this branch: %w", ctx.Err())
+	if err := s.takeTurn(ctx); err != nil {
+		return sinks.Ack{}, err
 	}
+	defer s.giveTurn()
 	giveUp := time.Now().Add(pushRetryFor)
 	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
 	for conflicts := 0; ; conflicts++ {
@@ -272,7 +228,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		// What a failed export wrote goes with the stage, unless the stage
 		// moved it to the mirror early.
 		if s.stage.early {
-			s.dirty = true
+			s.m.dirty = true
 		}
 		s.stage = nil
 	}()
@@ -281,7 +237,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		return sinks.Ack{}, err
 	}
 	if s.lastCommit != plumbing.ZeroHash && base != s.lastCommit {
-		s.dirty = true // another writer moved the branch: perhaps over this sink's commits
+		s.m.dirty = true // another writer moved the branch: perhaps over this sink's commits
 	}
 	root, err := s.treeAt(base)
 	if err != nil {
@@ -345,7 +301,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		// The remote holds the export and the mirror does not: the next
 		// export starts over from the remote's branch and owned list.
 		s.lastCommit, s.root, s.prev, s.prevFiles, s.written, s.recorded = plumbing.ZeroHash, nil, nil, nil, nil, false
-		s.ownedHead, s.dirty = record{}, true
+		s.ownedHead, s.m.dirty = record{}, true
 		return ack, nil
 	}
 	if owned.commit != plumbing.ZeroHash {

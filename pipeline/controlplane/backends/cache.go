@@ -156,8 +156,8 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, Ambient: creds.Ambient, Writer: c.Registry.Writer,
-		Clients: c.Registry.Clients})
+	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, SharedDir: c.StateDir, Ambient: creds.Ambient,
+		Writer: c.Registry.Writer, Clients: c.Registry.Clients})
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}

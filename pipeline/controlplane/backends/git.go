@@ -2,7 +2,10 @@ package backends
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +43,11 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
-	cfg.Clients = env.Clients
+	if cfg.Clients = env.Clients; cfg.Clients != nil && env.SharedDir != "" {
+		// One mirror per repository, whoever's sink names it.
+		sum := sha256.Sum256([]byte(cfg.URL))
+		cfg.MirrorDir = filepath.Join(env.SharedDir, "repo-"+hex.EncodeToString(sum[:8]))
+	}
 	g, err := git.New(cfg)
 	if err != nil {
 		return nil, err

@@ -51,9 +51,13 @@ type Type struct {
 type Env struct {
 	// Policy is the endpoint guard: the addresses a backend may dial.
 	Policy endpoint.Policy
-	// StateDir is a directory of the backend's own (a Git mirror), or ""
-	// for a throwaway backend (a probe).
+	// StateDir is a directory of the backend's own, or "" for a throwaway
+	// backend (a probe).
 	StateDir string
+	// SharedDir holds state the backends of one server share, in
+	// directories the backends name by their server (one Git mirror per
+	// repository), or "" for none.
+	SharedDir string
 	// Ambient lets a cloud backend without a key use the operator's own
 	// identity (the SDK's default chain). Without it such a backend is
 	// refused before it sends anything.

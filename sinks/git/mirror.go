@@ -1,0 +1,132 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// mirror is the local copy of one remote repository. With Config.Clients
+// the sinks of this process that export to one remote share it, whatever
+// their branch and credentials: a thousand inventories on one repository
+// hold one mirror and fetch each new commit once, not once each. Sharing
+// it across credentials gives no sink more than its own: every export
+// reads only what its own fetch (with its own credentials) just brought
+// to a ref, and pushes what it wrote itself.
+//
+// go-git's repository is not safe for concurrent use, so every use of it
+// is under the turn: one export (or writer record) of the repository at a
+// time, in this process. Exports to one branch would queue on the remote
+// anyway (each lost race fetches, rebuilds and pushes again).
+type mirror struct {
+	repo *gogit.Repository
+	turn chan struct{}
+	// shared says two sinks have held the mirror at once. Until then its
+	// one sink deletes the garbage it knows it made (dropRecord); once
+	// shared, an object one sink superseded may be another's (two
+	// inventories owning the same paths have equal record trees), and
+	// only the collection, which keeps whatever any ref reaches, deletes.
+	users  atomic.Int32
+	shared atomic.Bool
+
+	// Under the turn.
+	commits int // made since the mirror was opened, for garbage collection
+	// dirty says the mirror may hold garbage no export accounted for,
+	// which the next collection due removes.
+	dirty bool
+}
+
+// openMirror opens (or creates) the mirror of url in dir.
+func openMirror(dir, url string) (*mirror, error) {
+	// A small object cache: go-git's default keeps up to 96 MiB of objects
+	// alive, and a push walks every object of the tree.
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
+	repo, err := gogit.Open(st, nil)
+	if errors.Is(err, gogit.ErrRepositoryNotExists) {
+		repo, err = gogit.Init(st, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
+	_ = repo.DeleteRemote("origin")
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+		return nil, fmt.Errorf("git remote: %w", err)
+	}
+	// A push carries small files, new or changed: searching them for deltas
+	// against each other (go-git's default window of 10) costs far more CPU
+	// than it saves bytes, and it grew with the tree, not with the change.
+	rc, err := repo.Config()
+	if err != nil {
+		return nil, fmt.Errorf("git mirror config: %w", err)
+	}
+	if rc.Pack.Window != 0 {
+		rc.Pack.Window = 0
+		if err := repo.SetConfig(rc); err != nil {
+			return nil, fmt.Errorf("git mirror config: %w", err)
+		}
+	}
+	// A mirror directory may hold an earlier process's garbage.
+	return &mirror{repo: repo, turn: make(chan struct{}, 1), dirty: true}, nil
+}
+
+// acquireMirror returns the mirror cfg exports through and its release.
+// Without Clients it is the sink's own, in cfg.MirrorDir (a temporary
+// directory when unset). With Clients it is shared by the process's sinks
+// of cfg.URL, kept in the MirrorDir of the first of them (callers give
+// sinks of one remote one directory) and removed when the last one
+// closes: a deleted inventory's mirror does not stay on the volume.
+func acquireMirror(cfg Config) (*mirror, func(), error) {
+	dir, temp := cfg.MirrorDir, false
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kollect-git-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("git mirror: %w", err)
+		}
+		dir, temp = d, true
+	}
+	opened := false
+	v, release, err := cfg.Clients.Acquire("git-mirror", cfg.URL, func() (any, func(), error) {
+		m, err := openMirror(dir, cfg.URL)
+		if err != nil {
+			return nil, nil, err
+		}
+		opened = true
+		if cfg.Clients == nil && !temp {
+			return m, func() {}, nil // the sink's own directory outlives it
+		}
+		return m, func() { _ = os.RemoveAll(dir) }, nil
+	})
+	if temp && !opened {
+		_ = os.RemoveAll(dir) // another sink's mirror serves this one
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	m := v.(*mirror)
+	if m.users.Add(1) > 1 {
+		m.shared.Store(true)
+	}
+	var once sync.Once
+	return m, func() { once.Do(func() { m.users.Add(-1); release() }) }, nil
+}
+
+// takeTurn waits for the mirror's turn (see mirror), or for ctx to end.
+func (s *Sink) takeTurn(ctx context.Context) error {
+	select {
+	case s.m.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("git: wait for the other exports to this repository: %w", ctx.Err())
+	}
+}
+
+func (s *Sink) giveTurn() { <-s.m.turn }
