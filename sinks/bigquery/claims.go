@@ -111,10 +111,13 @@ WHEN NOT MATCHED THEN INSERT (sink_table, cluster, inventory_namespace, inventor
 	}
 	q := s.client.Query(sql)
 	q.Parameters = s.writerParams(id, writer)
-	x := &export{s: s}
+	if err := s.settle(ctx, id.Namespace, id.Name); err != nil {
+		return err
+	}
+	x := &export{s: s, ns: id.Namespace, name: id.Name}
 	job, err := x.run(ctx, q)
 	if err == nil {
-		err = x.wait(ctx, job)
+		err = x.wait(ctx, job, nil)
 	}
 	if err != nil {
 		return s.classify(fmt.Sprintf("record writer %q", writer), err)

@@ -138,7 +138,7 @@ func (x *export) stage(ctx context.Context, upserts, deletes []*rows.Row) (int64
 	if err != nil {
 		return 0, fmt.Errorf("load the changed rows into %s: %w", x.sql.stage, err)
 	}
-	if err := x.wait(ctx, job); err != nil {
+	if err := x.wait(ctx, job, nil); err != nil {
 		return 0, fmt.Errorf("load the changed rows into %s: %w", x.sql.stage, err)
 	}
 	return size, nil
@@ -148,11 +148,16 @@ func (x *export) stage(ctx context.Context, upserts, deletes []*rows.Row) (int64
 func (x *export) dml(ctx context.Context, sql string, withTime bool, extra ...bigquery.QueryParameter) (int, error) {
 	q := x.s.client.Query(sql)
 	q.Parameters = append(params(x.ns, x.name, x.s.cfg.Cluster, x.at, withTime), extra...)
-	job, err := x.run(ctx, q)
+	release, err := x.s.slot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if err := x.wait(ctx, job); err != nil {
+	job, err := x.run(ctx, q)
+	if err != nil {
+		release()
+		return 0, err
+	}
+	if err := x.wait(ctx, job, release); err != nil {
 		return 0, fmt.Errorf("%s: %w", verb(sql), err)
 	}
 	st := job.LastStatus()
@@ -203,9 +208,18 @@ func (x *export) run(ctx context.Context, q *bigquery.Query) (*bigquery.Job, err
 	return job, nil
 }
 
-// wait waits for a job and returns the error it ended with.
-func (x *export) wait(ctx context.Context, job *bigquery.Job) error {
+// wait waits for a job and returns the error it ended with, then calls
+// release (may be nil). A job the export stops waiting for is watched
+// until it ends instead (abandon), and release called then.
+func (x *export) wait(ctx context.Context, job *bigquery.Job, release func()) error {
 	st, err := job.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		x.abandon(job, release)
+		return err
+	}
+	if release != nil {
+		release()
+	}
 	if err != nil {
 		return err
 	}

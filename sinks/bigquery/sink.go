@@ -47,6 +47,9 @@ type Config struct {
 	// passes a client that dials only what the endpoint guard allows. nil
 	// is http.DefaultClient.
 	HTTP *http.Client
+	// Clients, when set, shares the table's statement slots (see
+	// dmlPerTable) among the sinks of this process that write it.
+	Clients *sinks.Clients
 }
 
 // Sink writes inventories into one table.
@@ -54,8 +57,15 @@ type Sink struct {
 	cfg    Config
 	client *bigquery.Client
 
+	// slots are the table's statement slots; release gives them back.
+	slots   chan struct{}
+	release func()
+
 	mu       sync.Mutex
 	prepared bool
+	// abandoned are, per inventory, the jobs an export stopped waiting
+	// for, closed once they ended (see abandonedFor).
+	abandoned map[string]chan struct{}
 	// writersReady is 1 once the writer table exists, -1 when the
 	// credentials may not create it, 0 before the first try.
 	writersReady int
@@ -95,11 +105,22 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		return nil, sinks.Permanent(fmt.Errorf("bigquery client: %w", err))
 	}
 	c.Location = cfg.Location
-	return &Sink{cfg: cfg, client: c}, nil
+	table := cfg.Endpoint + "\x00" + cfg.Project + "." + cfg.Dataset + "." + cfg.Table
+	slots, release, err := cfg.Clients.Acquire("bigquery-table", table, func() (any, func(), error) {
+		return make(chan struct{}, dmlPerTable), func() {}, nil
+	})
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &Sink{cfg: cfg, client: c, slots: slots.(chan struct{}), release: release, abandoned: map[string]chan struct{}{}}, nil
 }
 
-// Close releases the client.
-func (s *Sink) Close() { _ = s.client.Close() }
+// Close releases the client and the table's slots.
+func (s *Sink) Close() {
+	_ = s.client.Close()
+	s.release()
+}
 
 // Probe reads the dataset, dry-runs a query and checks the table: created
 // in mode ensure, present with the expected columns in mode existing.
@@ -194,6 +215,9 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		return sinks.Ack{}, err
 	}
 	id := d.Next.Inventory
+	if err := s.settle(ctx, id.Namespace, id.Name); err != nil {
+		return sinks.Ack{}, err
+	}
 	x := &export{s: s, ns: id.Namespace, name: id.Name, at: time.Now().UTC().Truncate(time.Microsecond), kept: d.Next.Keep}
 	x.sql = newStatements(s.cfg.Project, s.cfg.Dataset, s.cfg.Table, s.stagingTable(id.Namespace, id.Name))
 	defer x.dropStage()

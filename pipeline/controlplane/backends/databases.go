@@ -87,7 +87,7 @@ func bigqueryType() Type {
 			if err != nil {
 				return nil, sinks.Permanent(err)
 			}
-			cfg.Ambient = env.Ambient
+			cfg.Ambient, cfg.Clients = env.Ambient, env.Clients
 			b, err := bigquery.New(ctx, cfg)
 			if err != nil {
 				return nil, err

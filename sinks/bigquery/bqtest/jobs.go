@@ -40,10 +40,55 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.finish(r.PathValue("p"), &in, func(j *job) (*bq.JobStatistics, *jobError) {
-		return s.query(r.PathValue("p"), &in, j)
+	project := r.PathValue("p")
+	run := func(j *job) (*bq.JobStatistics, *jobError) { return s.query(project, &in, j) }
+	if table, ok := mutates(in.Configuration); ok && s.dmlTakes > 0 {
+		reply(w, s.start(project, &in, table, run).resource)
+		return
+	}
+	reply(w, s.finish(project, &in, run).resource)
+}
+
+// mutates reports whether a query job changes a table, and which: its
+// statement names it first.
+func mutates(c *bq.JobConfiguration) (string, bool) {
+	if c.DryRun || c.Query == nil {
+		return "", false
+	}
+	text := strings.TrimSpace(c.Query.Query)
+	if strings.HasPrefix(text, "SELECT") {
+		return "", false
+	}
+	_, rest, _ := strings.Cut(text, "`")
+	table, _, _ := strings.Cut(rest, "`")
+	return table, true
+}
+
+// start runs a statement that changes table as BigQuery does: the job is
+// RUNNING for dmlTakes, then done, whether or not anyone still waits for
+// it. It counts the statements running on each table at once.
+func (s *Server) start(project string, in *bq.Job, table string, run func(*job) (*bq.JobStatistics, *jobError)) *job {
+	if in.JobReference == nil {
+		in.JobReference = &bq.JobReference{ProjectId: project}
+	}
+	if in.JobReference.JobId == "" {
+		in.JobReference.JobId = newID()
+	}
+	id := in.JobReference.JobId
+	now := time.Now().UnixMilli()
+	j := &job{resource: &bq.Job{Kind: "bigquery#job", Id: project + ":" + id, JobReference: in.JobReference,
+		Configuration: in.Configuration, Status: &bq.JobStatus{State: "RUNNING"},
+		Statistics: &bq.JobStatistics{CreationTime: now, StartTime: now}}}
+	s.jobs[id] = j
+	s.running[table]++
+	s.mostRunning[table] = max(s.mostRunning[table], s.running[table])
+	time.AfterFunc(s.dmlTakes, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.running[table]--
+		s.finish(project, in, run)
 	})
-	reply(w, j.resource)
+	return j
 }
 
 // finish runs a job and records it as done (dry runs are not recorded).
@@ -99,6 +144,9 @@ func (s *Server) getQueryResults(w http.ResponseWriter, r *http.Request) {
 		return
 	case j.resource.Configuration.Query == nil:
 		fail(w, http.StatusBadRequest, "invalid", "not a query job")
+		return
+	case j.resource.Status.State != "DONE":
+		reply(w, &bq.GetQueryResultsResponse{Kind: "bigquery#getQueryResultsResponse", JobReference: j.resource.JobReference})
 		return
 	}
 	res := &bq.GetQueryResultsResponse{Kind: "bigquery#getQueryResultsResponse", JobReference: j.resource.JobReference,

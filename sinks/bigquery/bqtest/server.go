@@ -49,6 +49,12 @@ type Server struct {
 	auth     bool
 	log      []Statement
 	version  int64
+	// dmlTakes is how long a statement that changes a table runs (0: it
+	// is done when inserted); running and mostRunning count, per table,
+	// the statements running now and the most that ever ran at once.
+	dmlTakes    time.Duration
+	running     map[string]int
+	mostRunning map[string]int
 }
 
 type dataset struct {
@@ -86,7 +92,8 @@ type Param struct {
 func Start(tb testing.TB) *Server {
 	tb.Helper()
 	s := &Server{datasets: map[string]*dataset{}, jobs: map[string]*job{}, uploads: map[string]*bq.Job{},
-		media: map[string][]byte{}, accounts: map[string]*account{}, tokens: map[string]time.Time{}}
+		media: map[string][]byte{}, accounts: map[string]*account{}, tokens: map[string]time.Time{},
+		running: map[string]int{}, mostRunning: map[string]int{}}
 	srv, err := sinktest.Serve(s.handler())
 	if err != nil {
 		tb.Fatalf("bqtest: %v", err)
@@ -136,6 +143,23 @@ func (s *Server) Tables(project, ds string) []string {
 		}
 	}
 	return out
+}
+
+// StatementsTake makes every statement that changes a table run for d
+// before it is done, as BigQuery's DML jobs take seconds: a caller that
+// stops waiting leaves it running.
+func (s *Server) StatementsTake(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dmlTakes = d
+}
+
+// MostRunning is the most statements that changed table
+// (project.dataset.table) at once.
+func (s *Server) MostRunning(table string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mostRunning[table]
 }
 
 // Statements returns the queries received so far.
