@@ -26,6 +26,10 @@ type Store interface {
 	// not be decoded, each also reported as an error: they exist, so a
 	// caller must not take them for gone.
 	List(namespaces ...string) (objs []*unstructured.Unstructured, unreadable []string)
+	// Namespaces names the namespaces that hold cached objects; ok is
+	// false when the store cannot tell (its objects are cluster-scoped,
+	// or it keeps no index), and only List() then reads everything.
+	Namespaces() (names []string, ok bool)
 }
 
 // Manager runs the shared informers.
@@ -409,6 +413,15 @@ func (s entryStore) List(namespaces ...string) (out []*unstructured.Unstructured
 		out = append(out, u)
 	}
 	return out, unreadable
+}
+
+// Namespaces names the namespaces holding cached objects, from the
+// namespace index (no object is decoded).
+func (s entryStore) Namespaces() ([]string, bool) {
+	if !s.e.namespaced {
+		return nil, false
+	}
+	return s.e.current.Load().informer.GetIndexer().ListIndexFuncValues(cache.NamespaceIndex), true
 }
 
 // compactNamespace is the namespace index's function: a cached object's

@@ -225,4 +225,8 @@ func TestAnUnreadableCacheEntryIsNamedNotDropped(t *testing.T) {
 			t.Errorf("listing %v: want fine decoded and inf-corrupt/bad unreadable, got %d objects and %v", nss, len(objs), unreadable)
 		}
 	}
+	// The namespaces holding objects come from the index, undecoded.
+	if names, ok := store.Namespaces(); !ok || !slices.Equal(names, []string{"inf-corrupt"}) {
+		t.Errorf("the store names the namespaces %v (ok %v), want [inf-corrupt]", names, ok)
+	}
 }

@@ -23,6 +23,7 @@ import (
 type emptyStore struct{}
 
 func (emptyStore) List(...string) ([]*unstructured.Unstructured, []string) { return nil, nil }
+func (emptyStore) Namespaces() ([]string, bool)                            { return nil, false }
 
 type noNamespaces struct{}
 

@@ -22,6 +22,7 @@ import (
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/pipeline/model/collect"
 	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/pipeline/model/selection"
 )
 
 // Source is one GVR the target reads, with its cached objects.
@@ -255,7 +256,7 @@ func (a *actorState) resync(ctx actor.Context) {
 	lists, n := make([][]*unstructured.Unstructured, len(a.cfg.Sources)), 0
 	var unreadable []objKey
 	for i := range a.cfg.Sources {
-		objs, bad := a.cfg.Sources[i].Store.List()
+		objs, bad := a.listReadable(a.cfg.Sources[i].Store)
 		lists[i], n = objs, n+len(objs)
 		for _, key := range bad {
 			unreadable = append(unreadable, objKey{&a.cfg.Sources[i], key})
@@ -289,6 +290,44 @@ func (a *actorState) resync(ctx actor.Context) {
 	a.seriesDirty = true
 	a.maybeSeries(ctx)
 	a.report()
+}
+
+// listReadable lists the store's objects in the namespaces the target's
+// selection may read: a tenant's target in a cluster of a thousand teams
+// decodes its own namespace's objects, not every team's. A namespace the
+// selection rules out holds no row (Selection.Matches tests the namespace
+// first), so this lists exactly what evaluation would keep, and less.
+func (a *actorState) listReadable(st informers.Store) ([]*unstructured.Unstructured, []string) {
+	names, ok := st.Namespaces()
+	if !ok || a.ns == nil {
+		return st.List()
+	}
+	readable := names[:0:0]
+	for _, name := range names {
+		if a.mayRead(name) {
+			readable = append(readable, name)
+		}
+	}
+	if len(readable) == 0 {
+		return nil, nil // List() would read every namespace
+	}
+	return st.List(readable...)
+}
+
+// mayRead reports whether the selection may collect objects of the
+// namespace, as it stands. A lookup that fails is left to evaluation,
+// which contains it.
+func (a *actorState) mayRead(name string) (may bool) {
+	defer func() {
+		if recover() != nil {
+			may = true
+		}
+	}()
+	sel := a.cfg.Evaluator.Selection
+	if !sel.MayMatchNamespace(name) {
+		return false
+	}
+	return sel.NamespaceMatches(selection.NamespaceOf(name, a.ns.Namespace(name)))
 }
 
 func (a *actorState) all() []*rows.Row {

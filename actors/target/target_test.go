@@ -2,6 +2,7 @@ package target_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
@@ -37,6 +39,7 @@ func (panickyNamespaces) Namespace(name string) *unstructured.Unstructured {
 type listStore []*unstructured.Unstructured
 
 func (s listStore) List(...string) ([]*unstructured.Unstructured, []string) { return s, nil }
+func (listStore) Namespaces() ([]string, bool)                              { return nil, false }
 
 // changingStore lists what it holds at the time, and names the keys it
 // holds but cannot read.
@@ -51,6 +54,8 @@ func (s *changingStore) set(objs []*unstructured.Unstructured, unreadable ...str
 	defer s.mu.Unlock()
 	s.objs, s.unreadable = objs, unreadable
 }
+
+func (*changingStore) Namespaces() ([]string, bool) { return nil, false }
 
 func (s *changingStore) List(...string) ([]*unstructured.Unstructured, []string) {
 	s.mu.Lock()
@@ -79,6 +84,8 @@ type askedStore struct {
 	mu    sync.Mutex
 	asked [][]string
 }
+
+func (*askedStore) Namespaces() ([]string, bool) { return nil, false }
 
 func (s *askedStore) List(nss ...string) ([]*unstructured.Unstructured, []string) {
 	s.mu.Lock()
@@ -416,5 +423,80 @@ func TestADeletedNamespaceTakesItsOriginAlong(t *testing.T) {
 			t.Fatalf("%d origins after ci-2 was deleted, want 1", ev.Origins())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// indexedStore holds objects by namespace and names those namespaces, as
+// the informers' namespace index does; it records what each List asked.
+type indexedStore struct {
+	mu    sync.Mutex
+	objs  map[string][]*unstructured.Unstructured
+	asked [][]string
+}
+
+func (s *indexedStore) Namespaces() ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.objs)), true
+}
+
+func (s *indexedStore) List(nss ...string) ([]*unstructured.Unstructured, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = append(s.asked, slices.Clone(nss))
+	if len(nss) == 0 {
+		nss = slices.Sorted(maps.Keys(s.objs))
+	}
+	var out []*unstructured.Unstructured
+	for _, ns := range nss {
+		out = append(out, s.objs[ns]...)
+	}
+	return out, nil
+}
+
+// teamNamespaces labels each namespace team=<its name>.
+type teamNamespaces struct{}
+
+func (teamNamespaces) Namespace(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetName(name)
+	u.SetLabels(map[string]string{"team": name})
+	return u
+}
+
+// A target lists only the namespaces its selection may read when it
+// evaluates everything (a configuration, a relist): a team's target among
+// a thousand decodes its own namespace's objects, not every team's. A
+// target that may read none of them lists nothing.
+func TestAFullEvaluationListsOnlyReadableNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sel   *selection.Target
+		asked []string // nil: no List at all
+		rows  int
+	}{
+		{"by label", &selection.Target{NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "b"})}, []string{"b"}, 2},
+		{"by name", &selection.Target{Included: map[string]bool{"a": true, "c": true}}, []string{"a", "c"}, 3},
+		{"none readable", &selection.Target{Within: func(string) bool { return false }}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRigWith(t, teamNamespaces{}, nil)
+			store := &indexedStore{objs: map[string][]*unstructured.Unstructured{
+				"a": {objectIn("a", "one")}, "b": {objectIn("b", "one"), objectIn("b", "two")}, "c": {objectIn("c", "one"), objectIn("c", "two")},
+			}}
+			r.configureWith(t, store, tc.sel)
+			if got := receive(t, r.got); !got.Replace || len(got.Upserts) != tc.rows {
+				t.Fatalf("the complete list holds %d rows, want %d", len(got.Upserts), tc.rows)
+			}
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			want := [][]string{tc.asked}
+			if tc.asked == nil {
+				want = nil
+			}
+			if !slices.EqualFunc(store.asked, want, slices.Equal) {
+				t.Fatalf("listed %v, want %v", store.asked, want)
+			}
+		})
 	}
 }
