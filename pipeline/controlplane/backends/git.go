@@ -43,10 +43,13 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Clients = env.Clients; cfg.Clients != nil && env.SharedDir != "" {
-		// One mirror per repository, whoever's sink names it.
+	if env.Clients != nil && env.SharedDir != "" {
+		// One mirror per repository, whoever's sink names it. A backend
+		// without a shared directory (a probe's) keeps a mirror of its
+		// own: it must neither open the shared one where it would not
+		// stay nor join it.
 		sum := sha256.Sum256([]byte(cfg.URL))
-		cfg.MirrorDir = filepath.Join(env.SharedDir, "repo-"+hex.EncodeToString(sum[:8]))
+		cfg.Clients, cfg.MirrorDir = env.Clients, filepath.Join(env.SharedDir, "repo-"+hex.EncodeToString(sum[:8]))
 	}
 	g, err := git.New(cfg)
 	if err != nil {
