@@ -311,6 +311,13 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 		}
 		old := e.current.Swap(g)
 		close(g.swapped)
+		select {
+		case <-old.swapped:
+		default:
+			// The first generation, stopped before it listed: its waiters
+			// move on to this one (Acquire waits on the newest).
+			close(old.abandoned)
+		}
 		m.mu.Unlock()
 		old.cancel()
 		e.resyncSubscribers()

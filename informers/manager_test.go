@@ -3,6 +3,7 @@ package informers_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/informers"
@@ -228,5 +230,46 @@ func TestAnUnreadableCacheEntryIsNamedNotDropped(t *testing.T) {
 	// The namespaces holding objects come from the index, undecoded.
 	if names, ok := store.Namespaces(); !ok || !slices.Equal(names, []string{"inf-corrupt"}) {
 		t.Errorf("the store names the namespaces %v (ok %v), want [inf-corrupt]", names, ok)
+	}
+}
+
+// slowLists delays the lists and watches of one namespace's ConfigMaps.
+type slowLists struct {
+	next  http.RoundTripper
+	path  string
+	delay time.Duration
+}
+
+func (s slowLists) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == s.path {
+		time.Sleep(s.delay)
+	}
+	return s.next.RoundTrip(r)
+}
+
+// The first subscriber's informer (one namespace) is still listing when a
+// second subscriber in another namespace needs a cluster-wide one, which
+// lists first and takes over: the first subscriber is handed on to it,
+// not left waiting for a generation that was stopped before it synced.
+func TestASubscriberOfAGenerationReplacedBeforeItListedIsHandedOn(t *testing.T) {
+	createCM(t, "inf-slow", "one")
+	createCM(t, "inf-fast", "two")
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return slowLists{next: rt, path: "/api/v1/namespaces/inf-slow/configmaps", delay: 2 * time.Second}
+	})
+	m := informers.New(dynamic.NewForConfigOrDie(cfg), discovery.NewDiscoveryClientForConfigOrDie(env.Config), time.Hour, 8*time.Second, nil)
+	t.Cleanup(m.Stop)
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := m.Acquire(context.Background(), configMaps, "slow", "inf-slow", projection.Base(), &recorder{seen: map[string]informers.Event{}})
+		first <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the first generation is listing
+	if _, _, err := m.Acquire(context.Background(), configMaps, "fast", "inf-fast", projection.Base(), &recorder{seen: map[string]informers.Event{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first subscriber: %v", err)
 	}
 }
