@@ -9,8 +9,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// gcEvery is how many commits a mirror takes between two collections of
-// its garbage.
+// gcEvery is how many pushes (a batch of exports each) a mirror makes
+// between two collections of its garbage.
 const gcEvery = 200
 
 // collectGarbage deletes the mirror's loose objects that no reference
@@ -29,7 +29,7 @@ func (s *Sink) collectGarbage() error {
 	return nil
 }
 
-// maybeCollectGarbage counts a commit of the mirror and, every
+// maybeCollectGarbage counts a push of the mirror and, every
 // cfg.GCEvery of them (gcEvery by default, whichever of the mirror's sinks
 // made them), collects garbage if the mirror may hold some its sinks did
 // not delete themselves: it starts that way (a mirror directory may

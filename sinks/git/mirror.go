@@ -38,6 +38,9 @@ type mirror struct {
 	users  atomic.Int32
 	shared atomic.Bool
 
+	mu    sync.Mutex
+	queue []*request // exports waiting for a batch (see batch.go)
+
 	// Under the turn.
 	commits int // made since the mirror was opened, for garbage collection
 	// dirty says the mirror may hold garbage no export accounted for,

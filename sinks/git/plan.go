@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -378,7 +379,7 @@ func (s *Sink) keepUnchangedSummaries(edit *treeEdit, files map[string]plumbing.
 		if !ok || old.Hash == files[p] {
 			continue
 		}
-		b, err := s.repo.BlobObject(old.Hash)
+		b, err := object.GetBlob(s.stage, old.Hash)
 		if err != nil {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"path"
 	"slices"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -170,31 +168,7 @@ func (s *Sink) Export(ctx context.Context, snap *rows.Snapshot) (sinks.Ack, erro
 func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.takeTurn(ctx); err != nil {
-		return sinks.Ack{}, err
-	}
-	defer s.giveTurn()
-	giveUp := time.Now().Add(pushRetryFor)
-	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
-	for conflicts := 0; ; conflicts++ {
-		ack, err := s.export(ctx, snap, parts)
-		ack.Conflicts = conflicts
-		if !isRejected(err) || time.Now().After(giveUp) {
-			return ack, err
-		}
-		// Another writer pushed first (another cluster of a fleet, another
-		// inventory on the branch): build the commit again on the new tip,
-		// after a growing, jittered pause so the writers do not collide
-		// again in step.
-		s.lastCommit, s.root = plumbing.ZeroHash, nil
-		t := time.NewTimer(pause())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ack, err
-		case <-t.C:
-		}
-	}
+	return s.m.export(ctx, &request{s: s, ctx: ctx, snap: snap, parts: parts, done: make(chan result, 1)})
 }
 
 // A push another writer beat is rebuilt on the new tip and pushed again
@@ -222,26 +196,31 @@ func (s *Sink) WantsParts(snap *rows.Snapshot) bool {
 	return s.cfg.Layout.resolve(snap).Mode != "perResource"
 }
 
-func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (sinks.Ack, error) {
-	s.stage = newStage(s.repo.Storer)
-	defer func() {
-		// What a failed export wrote goes with the stage, unless the stage
-		// moved it to the mirror early.
-		if s.stage.early {
-			s.m.dirty = true
-		}
-		s.stage = nil
-	}()
-	base, err := s.fetch(ctx)
-	if err != nil {
-		return sinks.Ack{}, err
-	}
+// built is one sink's export built on a tip of the branch, not pushed
+// yet: its commit (zero when the tip already holds the snapshot), the
+// objects the remote lacks, and the update of its owned record.
+type built struct {
+	s      *Sink
+	ack    sinks.Ack
+	base   plumbing.Hash // the tip it was built on
+	commit plumbing.Hash
+	root   *dir
+	pl     *plan
+	// objects are what the remote lacks of the commit (the commit last)
+	// and of the owned record; owned is the record's update, if any.
+	objects []plumbing.Hash
+	owned   ownedList
+}
+
+// build makes the export of snap on the branch tip base, in the stage
+// the batch's sinks share; nothing is pushed or applied yet.
+func (s *Sink) build(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part, base plumbing.Hash) (*built, error) {
 	if s.lastCommit != plumbing.ZeroHash && base != s.lastCommit {
 		s.m.dirty = true // another writer moved the branch: perhaps over this sink's commits
 	}
 	root, err := s.treeAt(base)
 	if err != nil {
-		return sinks.Ack{}, err
+		return nil, err
 	}
 	edit := newTreeEdit(s.stage, root)
 	l := s.cfg.Layout.resolve(snap)
@@ -252,66 +231,67 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		pl, err = s.planDocuments(l, snap, parts, edit)
 	}
 	if err != nil {
-		return sinks.Ack{}, err
+		return nil, err
 	}
 	if err := s.keepUnchangedSummaries(edit, pl.files); err != nil {
-		return sinks.Ack{}, err
+		return nil, err
 	}
 	for _, p := range pl.remove {
 		if err := edit.remove(p); err != nil {
-			return sinks.Ack{}, err
+			return nil, err
 		}
 	}
 	for p, h := range pl.files {
 		if err := edit.set(p, h); errors.Is(err, errCollision) {
-			return sinks.Ack{}, sinks.Permanent(err)
+			return nil, sinks.Permanent(err)
 		} else if err != nil {
-			return sinks.Ack{}, err
+			return nil, err
 		}
 	}
 	tree, err := edit.write()
 	if err != nil {
-		return sinks.Ack{}, err
+		return nil, err
 	}
-	ack := sinks.Ack{Rows: len(snap.Rows), Bytes: pl.bytes, Written: edit.changed}
+	b := &built{s: s, ack: sinks.Ack{Rows: len(snap.Rows), Bytes: pl.bytes, Written: edit.changed}, base: base, root: edit.root, pl: pl}
 	if base != plumbing.ZeroHash && tree == root.hash {
-		s.pushed(base, edit.root, pl)
-		ack.Written = 0
-		return ack, nil // the remote already holds this content
+		b.ack.Written = 0
+		return b, nil // the remote already holds this content
 	}
-	commit, err := s.commit(tree, base, snap)
-	if err != nil {
-		return sinks.Ack{}, err
+	if b.commit, err = s.commit(tree, base, snap); err != nil {
+		return nil, err
 	}
-	objects := append(slices.Collect(maps.Keys(edit.blobs)), edit.trees...)
-	updates := []refUpdate{{name: plumbing.NewBranchReferenceName(s.cfg.Branch), from: base, to: commit, force: s.cfg.ForcePush}}
-	var owned ownedList
+	b.objects = append(slices.Collect(maps.Keys(edit.blobs)), edit.trees...)
 	if l.Mode == "perResource" && pl.owned != nil {
-		if owned, err = s.ownedCommit(snap.Inventory, pl.owned); err != nil {
-			return sinks.Ack{}, err
+		if b.owned, err = s.ownedCommit(snap.Inventory, pl.owned); err != nil {
+			return nil, err
 		}
-		objects = append(objects, owned.objects...)
-		updates = append(updates, refUpdate{name: owned.ref, to: owned.commit, force: true})
+		b.objects = append(b.objects, b.owned.objects...)
 	}
-	if err := s.push(ctx, append(objects, commit), updates); err != nil {
-		return sinks.Ack{}, err
-	}
-	ack.Changed, ack.Revision = true, commit.String()
-	if err := s.settle(updates); err != nil {
+	b.objects = append(b.objects, b.commit)
+	b.ack.Changed, b.ack.Revision = true, b.commit.String()
+	return b, nil
+}
+
+// landed records a built export the remote now holds (settled says the
+// mirror holds it too).
+func (b *built) landed(settled bool) {
+	s := b.s
+	if !settled {
 		// The remote holds the export and the mirror does not: the next
 		// export starts over from the remote's branch and owned list.
 		s.lastCommit, s.root, s.prev, s.prevFiles, s.written, s.recorded = plumbing.ZeroHash, nil, nil, nil, nil, false
 		s.ownedHead, s.m.dirty = record{}, true
-		return ack, nil
+		return
 	}
-	if owned.commit != plumbing.ZeroHash {
-		s.recorded, s.ownedFiles = true, owned.files
-		s.dropRecord(owned)
+	if b.commit == plumbing.ZeroHash {
+		s.pushed(b.base, b.root, b.pl)
+		return
 	}
-	s.pushed(commit, edit.root, pl)
-	// Pushed: a failed collection costs disk, never the export.
-	_ = s.maybeCollectGarbage()
-	return ack, nil
+	if b.owned.commit != plumbing.ZeroHash {
+		s.recorded, s.ownedFiles = true, b.owned.files
+		s.dropRecord(b.owned)
+	}
+	s.pushed(b.commit, b.root, b.pl)
 }
 
 // settle stores a pushed export's objects in the mirror and points the
@@ -349,7 +329,7 @@ func (s *Sink) treeAt(base plumbing.Hash) (*dir, error) {
 	case base == s.lastCommit && s.root != nil:
 		return s.root, nil
 	}
-	c, err := s.repo.CommitObject(base)
+	c, err := object.GetCommit(s.stage, base) // a batch-mate's commit is still staged
 	if err != nil {
 		return nil, fmt.Errorf("git: read commit %s: %w", base, err)
 	}

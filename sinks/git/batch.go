@@ -1,0 +1,248 @@
+package git
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// Exports through one mirror are batched. An export queues its request;
+// whichever waiting export takes the mirror's turn leads: it takes every
+// request queued, and for each branch (and credentials) fetches once,
+// builds each request's commit on the one before (every inventory keeps a
+// commit of its own, with its own message), and pushes them all at once,
+// the owned records with them, atomically. A thousand inventories
+// exporting after a restart make a few pushes, not a thousand, each of
+// which the next would have had to fetch. A request's own failure (a
+// layout collision, an unreadable record) is its alone; a refused push
+// rebuilds the whole batch on the new tip.
+//
+// Requests are batched only with requests of the same credentials: a
+// push carries one sink's credentials, and no sink's commit may travel on
+// another's.
+
+// request is one export waiting to be batched.
+type request struct {
+	s     *Sink
+	ctx   context.Context
+	snap  *rows.Snapshot
+	parts []*rows.Part
+	done  chan result
+}
+
+type result struct {
+	ack sinks.Ack
+	err error
+}
+
+// key is what requests of one batch share: the branch, how it is pushed,
+// and the credentials.
+func (r *request) key() string {
+	c := r.s.cfg
+	sum := sha256.Sum256([]byte(c.Branch + "\x00" + fmt.Sprint(c.ForcePush) + "\x00" + c.Username + "\x00" + c.Token + "\x00" +
+		string(c.SSHKey) + "\x00" + string(c.KnownHosts) + "\x00" + fmt.Sprint(c.InsecureHostKey)))
+	return hex.EncodeToString(sum[:])
+}
+
+// export queues r and returns its result: served by whichever export
+// leads, perhaps this one.
+func (m *mirror) export(ctx context.Context, r *request) (sinks.Ack, error) {
+	m.mu.Lock()
+	m.queue = append(m.queue, r)
+	m.mu.Unlock()
+	for {
+		select {
+		case res := <-r.done:
+			return res.ack, res.err
+		case m.turn <- struct{}{}:
+			m.lead()
+			<-m.turn
+		case <-ctx.Done():
+			if m.withdraw(r) {
+				return sinks.Ack{}, fmt.Errorf("git: wait for the other exports to this repository: %w", ctx.Err())
+			}
+			res := <-r.done // a leader took it: its result comes
+			return res.ack, res.err
+		}
+	}
+}
+
+// withdraw removes r from the queue, if no leader took it yet.
+func (m *mirror) withdraw(r *request) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, q := range m.queue {
+		if q == r {
+			m.queue = append(m.queue[:i], m.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// lead serves every request queued now, a batch per key, under the turn.
+func (m *mirror) lead() {
+	m.mu.Lock()
+	queued := m.queue
+	m.queue = nil
+	m.mu.Unlock()
+	var order []string
+	groups := map[string][]*request{}
+	for _, r := range queued {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- result{err: fmt.Errorf("git: wait for the other exports to this repository: %w", err)}
+			continue
+		}
+		k := r.key()
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	for _, k := range order {
+		m.batch(groups[k])
+	}
+}
+
+// batch exports rs (one key) in one push, rebuilding them all on the new
+// tip while another writer beats the push: after pushBackoff, doubling up
+// to pushBackoffMax, each plus up to as much again at random; for
+// pushRetryFor at most (a branch that keeps refusing, such as a lock left
+// by a crashed git, then fails the exports with git's own message, and
+// their bindings retry them later).
+func (m *mirror) batch(rs []*request) {
+	ctx, cancel := batchContext(rs)
+	defer cancel()
+	giveUp := time.Now().Add(pushRetryFor)
+	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
+	for conflicts := 0; ; conflicts++ {
+		results, err := m.attempt(ctx, rs)
+		if err == nil {
+			for i, r := range rs {
+				results[i].ack.Conflicts = conflicts
+				r.done <- results[i]
+			}
+			return
+		}
+		if !isRejected(err) || time.Now().After(giveUp) {
+			for _, r := range rs {
+				r.done <- result{ack: sinks.Ack{Conflicts: conflicts}, err: err}
+			}
+			return
+		}
+		// Another writer pushed first (another cluster of a fleet): build
+		// the commits again on the new tip, after a growing, jittered
+		// pause so the writers do not collide again in step.
+		for _, r := range rs {
+			r.s.lastCommit, r.s.root = plumbing.ZeroHash, nil
+		}
+		t := time.NewTimer(pause())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			for _, r := range rs {
+				r.done <- result{ack: sinks.Ack{Conflicts: conflicts}, err: err}
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// batchContext ends when every request's context has ended: a request
+// canceled while others wait does not cut their push short.
+func batchContext(rs []*request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(rs[0].ctx))
+	var live atomic.Int32
+	live.Store(int32(len(rs)))
+	stops := make([]func() bool, 0, len(rs))
+	for _, r := range rs {
+		stops = append(stops, context.AfterFunc(r.ctx, func() {
+			if live.Add(-1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// attempt fetches the branch once, builds every request's commit on the
+// one before, and pushes them. It returns each request's result, or the
+// error of the fetch or push, which is every request's.
+func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
+	st := newStage(m.repo.Storer)
+	for _, r := range rs {
+		r.s.stage = st
+	}
+	defer func() {
+		// What a failed export wrote goes with the stage, unless the stage
+		// moved it to the mirror early.
+		if st.early {
+			m.dirty = true
+		}
+		for _, r := range rs {
+			r.s.stage = nil
+		}
+	}()
+	lead := rs[0].s // every request has the same credentials
+	base, err := lead.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]result, len(rs))
+	var landed []*built
+	tip := base
+	for i, r := range rs {
+		b, err := r.s.build(r.ctx, r.snap, r.parts, tip)
+		if err != nil {
+			results[i].err = err
+			m.dirty = true // what it staged goes to the mirror with the others'
+			continue
+		}
+		results[i].ack = b.ack
+		landed = append(landed, b)
+		if b.commit != plumbing.ZeroHash {
+			tip = b.commit
+		}
+	}
+	branch := plumbing.NewBranchReferenceName(lead.cfg.Branch)
+	updates := []refUpdate{{name: branch, from: base, to: tip, force: lead.cfg.ForcePush}}
+	var objects []plumbing.Hash
+	for _, b := range landed {
+		objects = append(objects, b.objects...)
+		if b.owned.commit != plumbing.ZeroHash {
+			updates = append(updates, refUpdate{name: b.owned.ref, to: b.owned.commit, force: true})
+		}
+	}
+	if tip == base {
+		for _, b := range landed {
+			b.landed(true) // the remote already holds every one
+		}
+		return results, nil
+	}
+	if err := lead.push(ctx, objects, updates); err != nil {
+		return nil, err
+	}
+	settled := lead.settle(updates) == nil
+	for _, b := range landed {
+		b.landed(settled)
+	}
+	// Pushed: a failed collection costs disk, never the export.
+	_ = lead.maybeCollectGarbage()
+	return results, nil
+}

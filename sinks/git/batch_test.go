@@ -1,0 +1,129 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/sinks"
+)
+
+// git runs git in dir and returns its trimmed output.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func teamRow(t *testing.T, team string) *rows.Row {
+	t.Helper()
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: team, TargetName: "apps", Group: "apps", Version: "v1", Kind: "Deployment"},
+		Namespace: team, Name: "web", UID: "uid-" + team}, rows.AttributesOf(map[string]any{"image": team + ":1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestExportsQueuedOnOneBranchArePushedTogether: exports that queue while
+// another holds the mirror are served by one leader in one push; each
+// inventory still gets a commit of its own, with its own message, and its
+// owned record. A team whose export cannot be built (a collision) fails
+// alone.
+func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	gitIn(t, dir, "init", "--bare", "-q", "-b", "main", bare)
+	work := filepath.Join(dir, "seed")
+	gitIn(t, dir, "clone", "-q", bare, work)
+	if err := os.WriteFile(filepath.Join(work, "docs"), []byte("a file, not a directory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, work, "add", "docs")
+	gitIn(t, work, "commit", "-q", "-m", "seed")
+	gitIn(t, work, "push", "-q", "origin", "HEAD:main")
+	gitIn(t, bare, "config", "core.logAllRefUpdates", "always") // a reflog entry per push from here
+	clients := &sinks.Clients{}
+	const teams = 8
+	var ss []*Sink
+	for i := range teams {
+		l := Layout{Mode: "perResource", Content: "attributes"}
+		if i == teams-1 {
+			l.ItemPath = "docs/{sourceName}" // under the file docs: a collision
+		}
+		s, err := New(Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Clients: clients, Layout: l,
+			CommitMessage: "export {namespace}/{name}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		ss = append(ss, s)
+	}
+	m := ss[0].m
+	m.turn <- struct{}{} // held: every export queues
+	var wg sync.WaitGroup
+	results := make([]error, teams)
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			team := fmt.Sprintf("team-%02d", i)
+			snap := rows.NewSnapshot(rows.Identity{Namespace: team, Name: "inv"}, []*rows.Row{teamRow(t, team)}, time.Now())
+			_, results[i] = s.Export(context.Background(), snap)
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m.mu.Lock()
+		n := len(m.queue)
+		m.mu.Unlock()
+		if n == teams {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d exports queued", n, teams)
+		}
+	}
+	<-m.turn
+	wg.Wait()
+	for i, err := range results[:teams-1] {
+		if err != nil {
+			t.Errorf("team-%02d: %v", i, err)
+		}
+	}
+	if err := results[teams-1]; err == nil || !strings.Contains(err.Error(), "collision") {
+		t.Errorf("the colliding team's export: %v, want its collision", err)
+	}
+	if moves := gitIn(t, bare, "reflog", "show", "main"); strings.Count(moves, "\n") != 0 {
+		t.Errorf("the branch moved more than once, want one push for the batch:\n%s", moves)
+	}
+	msgs := strings.Split(gitIn(t, bare, "log", "--format=%s", "main", "^main~7"), "\n")
+	if len(msgs) != teams-1 {
+		t.Fatalf("the branch has %d commits, want one per team that exported: %v", len(msgs), msgs)
+	}
+	for i := range teams - 1 {
+		want := fmt.Sprintf("export team-%02d/inv", i)
+		if !strings.Contains(strings.Join(msgs, "\n"), want) {
+			t.Errorf("no commit %q among %v", want, msgs)
+		}
+		files := gitIn(t, bare, "ls-tree", "-r", "--name-only", "main", fmt.Sprintf("default/team-%02d", i))
+		if got := gitIn(t, bare, "show", "main:"+files); !strings.Contains(got, fmt.Sprintf("team-%02d:1", i)) {
+			t.Errorf("team-%02d's file %s holds %q", i, files, got)
+		}
+		if ref := gitIn(t, bare, "for-each-ref", "--format=%(refname)", fmt.Sprintf("refs/kollect/owned/default/team-%02d/inv", i)); ref == "" {
+			t.Errorf("team-%02d has no owned record", i)
+		}
+	}
+}
