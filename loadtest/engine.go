@@ -53,6 +53,7 @@ var (
 type emptyStore struct{}
 
 func (emptyStore) List(...string) ([]*unstructured.Unstructured, []string) { return nil, nil }
+func (emptyStore) Namespaces() ([]string, bool)                            { return nil, false }
 
 type noNamespaces struct{}
 

@@ -32,6 +32,29 @@ func (o *operator) heapProfile() ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
+// goroutines is the operator's goroutine dump (pprof, debug=2).
+func (o *operator) goroutines() ([]byte, error) {
+	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return nil, fmt.Errorf("goroutine dump: %w", err)
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// cpuProfile is the operator's CPU profile (pprof) over the next d.
+func (o *operator) cpuProfile(d time.Duration) ([]byte, error) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.pprof, int(d.Seconds())))
+	if err != nil {
+		return nil, fmt.Errorf("CPU profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("CPU profile: %s", resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
 // startOperator runs bin as the manager against kubeconfig, with env added
 // to this process's environment, through wrap when set (testenv's
 // ProcessOptions.Wrap). The scenarios run one team that collects across

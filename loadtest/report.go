@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,15 +77,23 @@ func (r *Report) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	files = append(files, filepath.Join(dir, "report.md"))
-	var heap []byte
+	heaps := map[string][]byte{}
 	switch {
 	case r.Cluster != nil:
-		heap = r.Cluster.HeapProfile
+		heaps["heap.pb.gz"] = r.Cluster.HeapProfile
 	case r.Tenants != nil:
-		heap = r.Tenants.HeapProfile
+		heaps["heap.pb.gz"] = r.Tenants.HeapProfile
+		heaps["heap-restart.pb.gz"] = r.Tenants.RestartHeapProfile
+		if c := r.Tenants.Churn; c != nil {
+			heaps["cpu-churn.pb.gz"] = c.CPUProfile
+		}
+		heaps["goroutines-slow-restart.txt"] = r.Tenants.SlowRestartGoroutines
 	}
-	if len(heap) > 0 {
-		path := filepath.Join(dir, "heap.pb.gz")
+	for name, heap := range heaps {
+		if len(heap) == 0 {
+			continue
+		}
+		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, heap, 0o644); err != nil {
 			return files, err
 		}
@@ -169,10 +179,24 @@ func (r *Report) table(b *strings.Builder) {
 		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 		row("tenants: teams × objects each", fmt.Sprintf("%d × %d", t.Tenants, t.Objects/max(t.Tenants, 1)))
 		row("tenants: every inventory synced after the first pipeline was applied", ms(t.AllSynced))
+		for _, name := range slices.Sorted(maps.Keys(t.SyncedBySink)) {
+			row("tenants: … the last "+name+" binding (whole seconds)", ms(t.SyncedBySink[name]))
+		}
 		row("tenants: every binding acknowledged after a restart", ms(t.RestartAcked))
+		for _, name := range slices.Sorted(maps.Keys(t.RestartAckedBySink)) {
+			row("tenants: … the last "+name+" binding (whole seconds)", ms(t.RestartAckedBySink[name]))
+		}
 		row("tenants: Postgres connections, peak (before / after the restart)", fmt.Sprintf("%d / %d", t.PostgresConns, t.PostgresConnsRestart))
 		row("tenants: Git mirrors (bytes)", fmt.Sprintf("%d (%s)", t.GitMirrors, mib(t.GitMirrorBytes)))
+		row("tenants: Secret reads at the API server (sync / churn / restart)", fmt.Sprintf("%.0f / %.0f / %.0f", t.SecretReads[0], t.SecretReads[1], t.SecretReads[2]))
 		row("tenants: /metrics series", fmt.Sprint(t.Series))
+		if c := t.Churn; c != nil {
+			row("tenants: namespaces created and deleted during the churn", fmt.Sprint(c.Namespaces))
+			row("tenants: a profile edit during the churn, until every row of its team carries it", ms(c.EditTook))
+			row("tenants: largest target status during the churn", fmt.Sprintf("%d bytes", c.StatusBytes))
+			row("tenants: /metrics series before / after the churn (naming a deleted namespace)",
+				fmt.Sprintf("%d / %d (%d)", t.SeriesBeforeChurn, t.SeriesAfterChurn, c.SeriesOfGone))
+		}
 		row("tenants: largest target status", fmt.Sprintf("%d bytes", t.TargetStatusBytes))
 		row("tenants: operator peak RSS, CPU (both processes)", fmt.Sprintf("%s, %.1f s", mib(t.PeakRSS), t.CPUSeconds))
 	}

@@ -30,7 +30,8 @@ type Scenario struct {
 	// Updates, in engine mode, sent as fast as they go after the creates
 	// (instead of churnRate × churnFor).
 	Updates int `json:"updates,omitempty"`
-	// Churn after every row arrived: updates per second, for how long.
+	// Churn after every row arrived: updates per second, for how long (in
+	// tenants mode: namespaces created, and deleted 5 s later, per second).
 	ChurnRate float64  `json:"churnRate,omitempty"`
 	ChurnFor  Duration `json:"churnFor,omitempty"`
 	// DeleteShare of the churn's changes are deletes (cluster mode); a
@@ -116,7 +117,8 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a tenants run starts its own control plane: drop -kubeconfig")
 		}
-		r.Tenants, err = RunTenants(ctx, TenantsOptions{Binary: binary, Tenants: s.Namespaces, Objects: s.Objects, Log: logf})
+		r.Tenants, err = RunTenants(ctx, TenantsOptions{Binary: binary, Tenants: s.Namespaces, Objects: s.Objects,
+			ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration, Log: logf})
 	case "fleet":
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a fleet run starts its own control planes: drop -kubeconfig")

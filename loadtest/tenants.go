@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,9 +14,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/pipeline/harness/testenv"
@@ -32,7 +37,12 @@ type TenantsOptions struct {
 	Tenants int
 	// Objects in all (ConfigMaps), spread evenly over the tenants.
 	Objects int
-	Log     func(format string, a ...any)
+	// ChurnRate namespaces a second are created (and deleted 5 s later)
+	// for ChurnFor once every inventory synced, while one team edits its
+	// profile; none when either is zero.
+	ChurnRate float64
+	ChurnFor  time.Duration
+	Log       func(format string, a ...any)
 }
 
 // TenantsResult is what a tenants run measured.
@@ -40,11 +50,16 @@ type TenantsResult struct {
 	Tenants int `json:"tenants"`
 	Objects int `json:"objects"`
 	// AllSynced is how long after the first pipeline was applied every
-	// inventory had every sink acknowledged (Synced=True).
-	AllSynced time.Duration `json:"allSyncedNs"`
+	// inventory had every sink acknowledged (Synced=True); SyncedBySink
+	// the same per sink (status times have whole seconds).
+	AllSynced    time.Duration            `json:"allSyncedNs"`
+	SyncedBySink map[string]time.Duration `json:"syncedBySinkNs,omitempty"`
 	// RestartAcked is how long after a restarted operator started every
-	// binding of every inventory acknowledged an export again.
-	RestartAcked time.Duration `json:"restartAckedNs"`
+	// binding of every inventory acknowledged an export again;
+	// RestartAckedBySink is the same per sink (status times have whole
+	// seconds).
+	RestartAcked       time.Duration            `json:"restartAckedNs"`
+	RestartAckedBySink map[string]time.Duration `json:"restartAckedBySinkNs,omitempty"`
 	// PostgresConns is the most connections the operator held to the
 	// PostgreSQL server, sampled, before and after the restart.
 	PostgresConns        int `json:"postgresConnections"`
@@ -54,8 +69,17 @@ type TenantsResult struct {
 	// GitMirrors and GitMirrorBytes are the operator's Git mirrors.
 	GitMirrors     int   `json:"gitMirrors"`
 	GitMirrorBytes int64 `json:"gitMirrorBytes"`
-	// Series is how many series the operator's /metrics serves.
-	Series int `json:"metricSeries"`
+	// Series is how many series the operator's /metrics serves at the
+	// end; SeriesBeforeChurn and SeriesAfterChurn around the churn.
+	Series            int `json:"metricSeries"`
+	SeriesBeforeChurn int `json:"metricSeriesBeforeChurn,omitempty"`
+	SeriesAfterChurn  int `json:"metricSeriesAfterChurn,omitempty"`
+	// SecretReads are the Secret GETs and LISTs the API server served
+	// while the inventories synced, during the churn, and after the
+	// restart until every binding acknowledged.
+	SecretReads [3]float64 `json:"secretReads"`
+	// Churn is what the namespace churn measured, when there was one.
+	Churn *churnResult `json:"churn,omitempty"`
 	// TargetStatusBytes is the largest target status, as JSON.
 	TargetStatusBytes int `json:"targetStatusBytes"`
 	// PeakRSS and CPUSeconds are the operator's, over the whole run.
@@ -65,6 +89,13 @@ type TenantsResult struct {
 	// HeapProfile is the operator's heap (pprof) once every inventory
 	// synced, before the restart: what each tenant costs.
 	HeapProfile []byte `json:"-"`
+	// RestartHeapProfile is the restarted operator's, once every binding
+	// acknowledged: its allocations are those of the recovery.
+	RestartHeapProfile []byte `json:"-"`
+	// SlowRestartGoroutines is the restarted operator's goroutine dump a
+	// minute after the restart, taken only when some binding had not
+	// acknowledged by then: what it waited on.
+	SlowRestartGoroutines []byte `json:"-"`
 }
 
 // RunTenants applies every tenant's pipeline, waits until every binding is
@@ -119,6 +150,10 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 
 	res := &TenantsResult{Tenants: o.Tenants, Objects: o.Objects}
 	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	reads0, err := secretReads(ctx, env.Config)
+	if err != nil {
+		return nil, err
+	}
 	logf("applying %d tenants' pipelines (each: profile, target, inventory, Postgres, Kafka and Git sinks) and %d ConfigMaps", o.Tenants, o.Objects)
 	start := time.Now()
 	objs := newObjects(o.Objects, o.Tenants, 0)
@@ -146,12 +181,44 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, fmt.Errorf("every inventory synced: %w (operator log ends: %s)", err, op.Tail(2000))
 	}
 	res.AllSynced = time.Since(start)
+	if res.SyncedBySink, err = lastAcks(ctx, env.Client, start); err != nil {
+		return res, err
+	}
+	reads1, err := secretReads(ctx, env.Config)
+	if err != nil {
+		return res, err
+	}
+	res.SecretReads[0] = reads1 - reads0
 	res.PostgresConns = conns.reset()
-	logf("every tenant's inventory synced %v after the first pipeline was applied; at most %d Postgres connections",
-		res.AllSynced.Round(time.Millisecond), res.PostgresConns)
+	logf("every tenant's inventory synced %v after the first pipeline was applied (by sink %v); at most %d Postgres connections",
+		res.AllSynced.Round(time.Millisecond), res.SyncedBySink, res.PostgresConns)
 
 	if res.HeapProfile, err = op.heapProfile(); err != nil {
 		logf("%v", err)
+	}
+	if o.ChurnRate > 0 && o.ChurnFor > 0 {
+		res.SeriesBeforeChurn = series(op.MetricsAddr)
+		logf("churning %.0f namespaces a second for %v; %s edits its profile a quarter of the way in", o.ChurnRate, o.ChurnFor, loadNamespace(0))
+		team := loadNamespace(0)
+		rows := 0
+		for i := range objs.n {
+			if objs.at(i).namespace == team {
+				rows++
+			}
+		}
+		c, err := namespaceChurn{c: env.Client, dsn: pg.DSN(""), rate: o.ChurnRate, churnFor: o.ChurnFor, team: team, rows: rows, metrics: op.MetricsAddr, profile: op.cpuProfile, logf: logf}.run(ctx)
+		if err != nil {
+			return res, fmt.Errorf("namespace churn: %w", err)
+		}
+		res.Churn = &c
+		reads2, err := secretReads(ctx, env.Config)
+		if err != nil {
+			return res, err
+		}
+		res.SecretReads[1], reads1 = reads2-reads1, reads2
+		res.SeriesAfterChurn = series(op.MetricsAddr)
+		logf("the profile edit reached every row of its team %v after it was made; largest target status %d bytes; /metrics series %d before, %d after, %d naming a deleted namespace",
+			c.EditTook.Round(time.Millisecond), c.StatusBytes, res.SeriesBeforeChurn, res.SeriesAfterChurn, c.SeriesOfGone)
 	}
 
 	logf("restarting the operator")
@@ -161,12 +228,31 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, err
 	}
 	smp2 := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	dumped := make(chan []byte, 1)
+	slow := time.AfterFunc(time.Minute, func() {
+		dump, _ := op.goroutines()
+		dumped <- dump
+	})
 	if err := waitInventories(ctx, env.Client, o.Tenants, 10*time.Minute, func(u *unstructured.Unstructured) bool {
 		return exportedSince(u, restarted)
 	}); err != nil {
 		return res, fmt.Errorf("every binding acknowledged after the restart: %w", err)
 	}
 	res.RestartAcked = time.Since(restarted)
+	if !slow.Stop() {
+		res.SlowRestartGoroutines = <-dumped
+	}
+	reads3, err := secretReads(ctx, env.Config)
+	if err != nil {
+		return res, err
+	}
+	res.SecretReads[2] = reads3 - reads1
+	if res.RestartAckedBySink, err = lastAcks(ctx, env.Client, restarted); err != nil {
+		return res, err
+	}
+	if res.RestartHeapProfile, err = op.heapProfile(); err != nil {
+		logf("%v", err)
+	}
 	res.PostgresConnsRestart = conns.reset()
 	stopConns()
 	logf("every binding acknowledged %v after the restart; at most %d Postgres connections", res.RestartAcked.Round(time.Millisecond), res.PostgresConnsRestart)
@@ -181,11 +267,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 			break
 		}
 	}
-	if f, err := scrape(op.MetricsAddr); err == nil {
-		for _, mf := range f {
-			res.Series += len(mf.GetMetric())
-		}
-	}
+	res.Series = series(op.MetricsAddr)
 	res.GitMirrors, res.GitMirrorBytes = mirrors(filepath.Join(dir, "mirrors"))
 	res.TargetStatusBytes, err = largestStatus(ctx, env.Client, "KollectTargetList")
 	if err != nil {
@@ -198,6 +280,18 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, fmt.Errorf("the table holds %d rows, want %d; by inventory: %s", res.PostgresRows, o.Objects, shortInventories(ctx, db, objs, o.Tenants))
 	}
 	return res, nil
+}
+
+// series counts the series the operator's /metrics serves (0 when it
+// cannot be read).
+func series(addr string) int {
+	n := 0
+	if f, err := scrape(addr); err == nil {
+		for _, mf := range f {
+			n += len(mf.GetMetric())
+		}
+	}
+	return n
 }
 
 // shortInventories names the inventories whose rows in the table differ
@@ -333,6 +427,29 @@ func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
 	return true
 }
 
+// lastAcks is, per sink name, how long after since the last inventory's
+// binding to it acknowledged its export.
+func lastAcks(ctx context.Context, c client.Client, since time.Time) (map[string]time.Duration, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: "KollectInventoryList"})
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{}
+	for _, u := range list.Items {
+		exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
+		for _, e := range exports {
+			m, _ := e.(map[string]any)
+			name, _ := m["name"].(string)
+			at, _ := m["lastExportTime"].(string)
+			if ts, err := time.Parse(time.RFC3339, at); err == nil {
+				out[name] = max(out[name], ts.Sub(since.Truncate(time.Second)))
+			}
+		}
+	}
+	return out, nil
+}
+
 // mirrors counts the Git mirrors under dir and their bytes.
 func mirrors(dir string) (int, int64) {
 	n, size := 0, int64(0)
@@ -418,3 +535,37 @@ spec:
   snapshotSinkRefs: [git]
   databaseSinkRefs: [pg]
   eventSinkRefs: [log]`
+
+// secretReads counts the API server's GET and LIST requests for Secrets
+// since it started, from its own metrics.
+func secretReads(ctx context.Context, cfg *rest.Config) (float64, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, m := range mfs["apiserver_request_total"].GetMetric() {
+		resource, verb := "", ""
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "resource":
+				resource = l.GetValue()
+			case "verb":
+				verb = l.GetValue()
+			}
+		}
+		if resource == "secrets" && (verb == "GET" || verb == "LIST") {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total, nil
+}
