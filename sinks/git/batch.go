@@ -31,12 +31,14 @@ import (
 // push carries one sink's credentials, and no sink's commit may travel on
 // another's.
 
-// request is one export waiting to be batched.
+// request is one export, or one writer record (claim), waiting to be
+// batched.
 type request struct {
 	s     *Sink
 	ctx   context.Context
 	snap  *rows.Snapshot
 	parts []*rows.Part
+	claim *claim
 	done  chan result
 }
 
@@ -206,8 +208,20 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 	}
 	results := make([]result, len(rs))
 	var landed []*built
+	var objects []plumbing.Hash
+	var updates, records []refUpdate
 	tip := base
 	for i, r := range rs {
+		if r.claim != nil {
+			objs, ups, err := r.s.claimUpdates(r.ctx, r.claim)
+			if err != nil {
+				results[i].err = err
+				continue
+			}
+			objects, records = append(objects, objs...), append(records, ups...)
+			m.dirty = true // the records' objects are not kept by the mirror's refs
+			continue
+		}
 		b, err := r.s.build(r.ctx, r.snap, r.parts, tip)
 		if err != nil {
 			results[i].err = err
@@ -220,16 +234,17 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 			tip = b.commit
 		}
 	}
-	branch := plumbing.NewBranchReferenceName(lead.cfg.Branch)
-	updates := []refUpdate{{name: branch, from: base, to: tip, force: lead.cfg.ForcePush}}
-	var objects []plumbing.Hash
+	if tip != base {
+		updates = append(updates, refUpdate{name: plumbing.NewBranchReferenceName(lead.cfg.Branch), from: base, to: tip, force: lead.cfg.ForcePush})
+	}
 	for _, b := range landed {
 		objects = append(objects, b.objects...)
 		if b.owned.commit != plumbing.ZeroHash {
 			updates = append(updates, refUpdate{name: b.owned.ref, to: b.owned.commit, force: true})
 		}
 	}
-	if tip == base {
+	updates = append(updates, records...)
+	if len(updates) == 0 {
 		for _, b := range landed {
 			b.landed(true) // the remote already holds every one
 		}

@@ -38,11 +38,11 @@ func teamRow(t *testing.T, team string) *rows.Row {
 	return r
 }
 
-// TestExportsQueuedOnOneBranchArePushedTogether: exports that queue while
-// another holds the mirror are served by one leader in one push; each
-// inventory still gets a commit of its own, with its own message, and its
-// owned record. A team whose export cannot be built (a collision) fails
-// alone.
+// TestExportsQueuedOnOneBranchArePushedTogether: exports (and a writer
+// record) that queue while another holds the mirror are served by one
+// leader in one push; each inventory still gets a commit of its own, with
+// its own message, and its owned record. A team whose export cannot be
+// built (a collision) fails alone.
 func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "remote.git")
@@ -72,10 +72,20 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 		t.Cleanup(s.Close)
 		ss = append(ss, s)
 	}
+	claimer, err := New(Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Clients: clients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(claimer.Close)
 	m := ss[0].m
 	m.turn <- struct{}{} // held: every export queues
 	var wg sync.WaitGroup
-	results := make([]error, teams)
+	results := make([]error, teams+1)
+	wg.Add(1)
+	go func() { // a writer record, in the same batch
+		defer wg.Done()
+		results[teams] = claimer.SetWriter(context.Background(), rows.Identity{Namespace: "team-99", Name: "inv"}, "w-1")
+	}()
 	for i, s := range ss {
 		wg.Add(1)
 		go func() {
@@ -89,7 +99,7 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 		m.mu.Lock()
 		n := len(m.queue)
 		m.mu.Unlock()
-		if n == teams {
+		if n == teams+1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -102,6 +112,12 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 		if err != nil {
 			t.Errorf("team-%02d: %v", i, err)
 		}
+	}
+	if err := results[teams]; err != nil {
+		t.Errorf("the writer record: %v", err)
+	}
+	if w, err := claimer.Writer(context.Background(), rows.Identity{Namespace: "team-99", Name: "inv"}); err != nil || w != "w-1" {
+		t.Errorf("the writer record reads %q (%v), want w-1", w, err)
 	}
 	if err := results[teams-1]; err == nil || !strings.Contains(err.Error(), "collision") {
 		t.Errorf("the colliding team's export: %v, want its collision", err)

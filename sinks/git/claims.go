@@ -67,40 +67,45 @@ func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.Ref
 }
 
 // SetWriter records (or, for "", removes) the inventory's writer, in one
-// push that also removes any other writer's ref.
+// push that also removes any other writer's ref; the push is batched with
+// the other exports queued on the mirror (see batch.go).
 func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held, err := s.writerRefs(ctx, id)
+	_, err := s.m.export(ctx, &request{s: s, ctx: ctx, claim: &claim{id: id, writer: writer}, done: make(chan result, 1)})
+	return err
+}
+
+// claim is a request to record an inventory's writer.
+type claim struct {
+	id     rows.Identity
+	writer string
+}
+
+// claimUpdates are the ref updates (and the objects, staged) that record
+// c: the writer's ref set, any other writer's removed.
+func (s *Sink) claimUpdates(ctx context.Context, c *claim) ([]plumbing.Hash, []refUpdate, error) {
+	held, err := s.writerRefs(ctx, c.id)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := s.takeTurn(ctx); err != nil {
-		return err
-	}
-	defer s.giveTurn()
-	s.stage = newStage(s.repo.Storer)
-	defer func() { s.stage = nil }()
 	var updates []refUpdate
 	var objects []plumbing.Hash
-	mine := plumbing.ReferenceName(s.cfg.Layout.writerPrefix(id) + refPart(writer))
+	mine := plumbing.ReferenceName(s.cfg.Layout.writerPrefix(c.id) + refPart(c.writer))
 	for _, r := range held {
-		if writer == "" || r != mine {
-			updates = append(updates, refUpdate{name: r, to: plumbing.ZeroHash, force: true})
+		if c.writer == "" || r != mine {
+			updates = append(updates, refUpdate{name: r, to: plumbing.ZeroHash, force: true, record: true})
 		}
 	}
-	if writer != "" {
-		commit, err := s.writerCommit(writer)
+	if c.writer != "" {
+		commit, err := s.writerCommit(c.writer)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		objects = append(objects, s.emptyTree(), commit)
-		updates = append(updates, refUpdate{name: mine, to: commit, force: true})
+		updates = append(updates, refUpdate{name: mine, to: commit, force: true, record: true})
 	}
-	if len(updates) == 0 {
-		return nil
-	}
-	return s.push(ctx, objects, updates)
+	return objects, updates, nil
 }
 
 // emptyTree stores the empty tree in the stage and returns its hash.

@@ -24,6 +24,8 @@ type refUpdate struct {
 	to   plumbing.Hash
 	// force moves the ref whatever the remote holds.
 	force bool
+	// record is a writer record, which the mirror does not keep.
+	record bool
 }
 
 // push sends objects and moves the refs in one receive-pack request.

@@ -301,6 +301,9 @@ func (s *Sink) settle(updates []refUpdate) error {
 		return err
 	}
 	for _, u := range updates {
+		if u.record {
+			continue
+		}
 		refs := []plumbing.ReferenceName{u.name}
 		if u.name == plumbing.NewBranchReferenceName(s.cfg.Branch) {
 			refs = append(refs, s.remoteRef())
