@@ -51,8 +51,14 @@ type result struct {
 // and the credentials.
 func (r *request) key() string {
 	c := r.s.cfg
-	sum := sha256.Sum256([]byte(c.Branch + "\x00" + fmt.Sprint(c.ForcePush) + "\x00" + c.Username + "\x00" + c.Token + "\x00" +
-		string(c.SSHKey) + "\x00" + string(c.KnownHosts) + "\x00" + fmt.Sprint(c.InsecureHostKey)))
+	return c.Branch + "\x00" + fmt.Sprint(c.ForcePush) + "\x00" + r.s.credentialsKey()
+}
+
+// credentialsKey tells the sink's credentials apart, hashed.
+func (s *Sink) credentialsKey() string {
+	c := s.cfg
+	sum := sha256.Sum256([]byte(c.Username + "\x00" + c.Token + "\x00" + string(c.SSHKey) + "\x00" + string(c.KnownHosts) + "\x00" +
+		fmt.Sprint(c.InsecureHostKey)))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -161,6 +167,57 @@ func (m *mirror) batch(rs []*request) {
 	}
 }
 
+// prefetchOwned fetches, in one fetch, the owned records the batch's
+// exports will read (those of sinks that have not read theirs since the
+// process started): a restart of a thousand inventories on one repository
+// makes one fetch of records, not a thousand. A record the remote does not
+// list is absent.
+func prefetchOwned(ctx context.Context, lead *Sink, rs []*request) error {
+	want := map[plumbing.ReferenceName][]*Sink{}
+	for _, r := range rs {
+		if r.claim == nil && r.s.written == nil && r.s.cfg.Layout.resolve(r.snap).Mode == "perResource" {
+			ref := r.s.cfg.Layout.ownedRef(r.snap.Inventory)
+			want[ref] = append(want[ref], r.s)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	listed, err := lead.listRefs(ctx)
+	if err != nil {
+		return err
+	}
+	held := map[plumbing.ReferenceName]bool{}
+	for _, ref := range listed {
+		held[ref] = true
+	}
+	var fetch []plumbing.ReferenceName
+	for ref, ss := range want {
+		state := int8(prefetchAbsent)
+		if held[ref] {
+			state, fetch = prefetchFetched, append(fetch, ref)
+		}
+		for _, s := range ss {
+			s.ownedPrefetched = state
+		}
+	}
+	if len(fetch) == 0 {
+		return nil
+	}
+	if err := lead.fetchRefs(ctx, fetch); err != nil {
+		for _, ss := range want {
+			for _, s := range ss {
+				s.ownedPrefetched = prefetchNone // each reads its own
+			}
+		}
+		if isMissingRef(err) {
+			return nil // one went meanwhile: each record is read on its own
+		}
+		return err
+	}
+	return nil
+}
+
 // batchContext ends when every request's context has ended: a request
 // canceled while others wait does not cut their push short.
 func batchContext(rs []*request) (context.Context, context.CancelFunc) {
@@ -198,12 +255,15 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 			m.dirty = true
 		}
 		for _, r := range rs {
-			r.s.stage = nil
+			r.s.stage, r.s.ownedPrefetched = nil, prefetchNone
 		}
 	}()
 	lead := rs[0].s // every request has the same credentials
 	base, err := lead.fetch(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := prefetchOwned(ctx, lead, rs); err != nil {
 		return nil, err
 	}
 	results := make([]result, len(rs))
@@ -252,6 +312,9 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 	}
 	if err := lead.push(ctx, objects, updates); err != nil {
 		return nil, err
+	}
+	if len(records) > 0 {
+		m.forgetListings() // the writer records changed
 	}
 	settled := lead.settle(updates) == nil
 	for _, b := range landed {

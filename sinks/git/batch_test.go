@@ -143,3 +143,81 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestARestartedBatchReadsEveryRecordInOneGo: after a restart (a new
+// mirror), queued exports read their owned records, fetched for the
+// whole batch at once, and remove exactly the files of rows deleted
+// meanwhile; a team with no record yet exports as new.
+func TestARestartedBatchReadsEveryRecordInOneGo(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	gitIn(t, dir, "init", "--bare", "-q", "-b", "main", bare)
+	const teams = 5
+	open := func(mirror string) []*Sink {
+		clients := &sinks.Clients{}
+		var ss []*Sink
+		for range teams {
+			s, err := New(Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, mirror), Clients: clients,
+				Layout: Layout{Mode: "perResource", Content: "attributes"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			ss = append(ss, s)
+		}
+		return ss
+	}
+	export := func(ss []*Sink, names func(team string) []string) {
+		t.Helper()
+		m := ss[0].m
+		m.turn <- struct{}{}
+		var wg sync.WaitGroup
+		errs := make([]error, teams)
+		for i, s := range ss {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				team := fmt.Sprintf("team-%d", i)
+				var rs []*rows.Row
+				for _, n := range names(team) {
+					r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: team, TargetName: "apps", Group: "apps", Version: "v1", Kind: "Deployment"},
+						Namespace: team, Name: n, UID: "uid-" + team + n}, rows.AttributesOf(map[string]any{"image": n}))
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					rs = append(rs, r)
+				}
+				_, errs[i] = s.Export(context.Background(), rows.NewSnapshot(rows.Identity{Namespace: team, Name: "inv"}, rs, time.Now()))
+			}()
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			m.mu.Lock()
+			n := len(m.queue)
+			m.mu.Unlock()
+			if n == teams || time.Now().After(deadline) {
+				break
+			}
+		}
+		<-m.turn
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("team-%d: %v", i, err)
+			}
+		}
+	}
+	export(open("before"), func(team string) []string {
+		if team == "team-4" {
+			return nil // no rows: no record yet
+		}
+		return []string{"api", "web"}
+	})
+	export(open("after"), func(string) []string { return []string{"web"} }) // api deleted meanwhile; team-4 new
+	got := gitIn(t, bare, "ls-tree", "-r", "--name-only", "main")
+	want := "default/team-0/deployment/web.yaml\ndefault/team-1/deployment/web.yaml\ndefault/team-2/deployment/web.yaml\n" +
+		"default/team-3/deployment/web.yaml\ndefault/team-4/deployment/web.yaml"
+	if got != want {
+		t.Fatalf("after the restart the branch holds\n%s\nwant\n%s", got, want)
+	}
+}

@@ -33,17 +33,37 @@ func (l Layout) writerPrefix(id rows.Identity) string {
 // Writer returns the writer the remote records for the inventory, "" for
 // none.
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
-	refs, err := s.writerRefs(ctx, id)
+	refs, err := s.writerRefs(ctx, id, false)
 	if err != nil || len(refs) == 0 {
 		return "", err
 	}
 	return strings.TrimPrefix(refs[0].String(), s.cfg.Layout.writerPrefix(id)), nil
 }
 
-// writerRefs lists the inventory's writer refs on the remote. A listing
-// needs no objects: it goes through a remote of its own, not the mirror,
-// so it does not wait for the mirror's turn.
-func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.ReferenceName, error) {
+// writerRefs lists the inventory's writer refs on the remote, from a
+// listing at most listingTTL old unless fresh is set. A listing needs no
+// objects: it goes through a remote of its own, not the mirror, so it
+// does not wait for the mirror's turn.
+func (s *Sink) writerRefs(ctx context.Context, id rows.Identity, fresh bool) ([]plumbing.ReferenceName, error) {
+	if fresh {
+		s.m.forgetListings()
+	}
+	listed, err := s.m.listed(ctx, s.credentialsKey(), s.listRefs)
+	if err != nil {
+		return nil, err
+	}
+	prefix := s.cfg.Layout.writerPrefix(id)
+	var out []plumbing.ReferenceName
+	for _, r := range listed {
+		if strings.HasPrefix(r.String(), prefix) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// listRefs lists the remote's refs with the sink's credentials.
+func (s *Sink) listRefs(ctx context.Context) ([]plumbing.ReferenceName, error) {
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.cfg.URL}})
 	tctx, cancel := s.transfer(ctx)
 	defer cancel()
@@ -56,12 +76,9 @@ func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.Ref
 	case err != nil:
 		return nil, fmt.Errorf("git ls-remote %s: %w", redact(s.cfg.URL), err)
 	}
-	prefix := s.cfg.Layout.writerPrefix(id)
-	var out []plumbing.ReferenceName
+	out := make([]plumbing.ReferenceName, 0, len(listed))
 	for _, r := range listed {
-		if strings.HasPrefix(r.Name().String(), prefix) {
-			out = append(out, r.Name())
-		}
+		out = append(out, r.Name())
 	}
 	return out, nil
 }
@@ -85,7 +102,7 @@ type claim struct {
 // claimUpdates are the ref updates (and the objects, staged) that record
 // c: the writer's ref set, any other writer's removed.
 func (s *Sink) claimUpdates(ctx context.Context, c *claim) ([]plumbing.Hash, []refUpdate, error) {
-	held, err := s.writerRefs(ctx, c.id)
+	held, err := s.writerRefs(ctx, c.id, true)
 	if err != nil {
 		return nil, nil, err
 	}

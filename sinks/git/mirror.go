@@ -38,8 +38,9 @@ type mirror struct {
 	users  atomic.Int32
 	shared atomic.Bool
 
-	mu    sync.Mutex
-	queue []*request // exports waiting for a batch (see batch.go)
+	mu       sync.Mutex
+	queue    []*request          // exports waiting for a batch (see batch.go)
+	listings map[string]*listing // per credentials (see listing.go)
 
 	// Under the turn.
 	commits int // made since the mirror was opened, for garbage collection

@@ -135,6 +135,33 @@ func (s *Sink) ownedCommit(id rows.Identity, ch *ownedChange) (ownedList, error)
 		edited: base.hash != plumbing.ZeroHash, superseded: edit.replaced}, nil
 }
 
+// Whether a sink's owned record was fetched by its batch's leader (see
+// prefetchOwned): the record read next then needs no fetch of its own.
+const (
+	prefetchNone    = iota
+	prefetchFetched // the local ref is the remote's
+	prefetchAbsent  // the remote holds no record
+)
+
+// fetchRefs brings refs from the remote into the mirror under the same
+// names, in one fetch; an empty remote is no error.
+func (s *Sink) fetchRefs(ctx context.Context, refs []plumbing.ReferenceName) error {
+	specs := make([]config.RefSpec, 0, len(refs))
+	for _, ref := range refs {
+		specs = append(specs, config.RefSpec("+"+string(ref)+":"+string(ref)))
+	}
+	ctx, cancel := s.transfer(ctx)
+	defer cancel()
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
+	switch {
+	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return nil
+	case isMissingRef(err):
+		return err
+	}
+	return fmt.Errorf("git fetch %s: %w", redact(s.cfg.URL), err)
+}
+
 // ownedEntry is where the record keeps path: in its bucket, escaped to
 // one file name.
 func ownedEntry(path string) string {
@@ -157,16 +184,17 @@ func ownedPath(entry string) (string, error) {
 // remote has none (a repository written before the list existed).
 func (s *Sink) loadOwned(ctx context.Context, id rows.Identity) (map[string]bool, error) {
 	ref := s.cfg.Layout.ownedRef(id)
-	spec := config.RefSpec("+" + string(ref) + ":" + string(ref))
-	ctx, cancel := s.transfer(ctx)
-	defer cancel()
-	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
-	switch {
-	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), isMissingRef(err):
+	prefetched := s.ownedPrefetched
+	s.ownedPrefetched = prefetchNone
+	switch prefetched {
+	case prefetchAbsent:
 		return nil, nil
-	default:
-		return nil, fmt.Errorf("git fetch %s: %w", redact(s.cfg.URL), err)
+	case prefetchNone:
+		if err := s.fetchRefs(ctx, []plumbing.ReferenceName{ref}); isMissingRef(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	r, err := s.repo.Reference(ref, true)
 	if err != nil {

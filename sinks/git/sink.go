@@ -91,6 +91,9 @@ type Sink struct {
 	// ownedHead is the owned record's commit and root tree as last read
 	// or pushed.
 	ownedHead record
+	// ownedPrefetched says the batch's leader fetched the record the
+	// next export reads (see loadOwned).
+	ownedPrefetched int8
 }
 
 type renderedFile struct {
