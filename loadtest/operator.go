@@ -61,9 +61,15 @@ func (o *operator) cpuProfile(d time.Duration) ([]byte, error) {
 // the namespaces it labels: a single-tenant install (--namespace-ceiling
 // all).
 func startOperator(ctx context.Context, bin, kubeconfig, dir string, wrap []string, env ...string) (*operator, error) {
+	return startOperatorWith(ctx, bin, kubeconfig, dir, wrap, nil, env...)
+}
+
+// startOperatorWith is startOperator with more flags.
+func startOperatorWith(ctx context.Context, bin, kubeconfig, dir string, wrap, args []string, env ...string) (*operator, error) {
 	p, err := testenv.StartProcess(ctx, testenv.ProcessOptions{Binary: bin, Kubeconfig: kubeconfig,
 		Log: filepath.Join(dir, "operator.log"), Env: append([]string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(dir, "mirrors")}, env...),
-		Args: []string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--namespace-ceiling=all"}, AddrFlags: []string{"--pprof-bind-address"}, Wrap: wrap})
+		Args:      append([]string{"--leader-elect=false", "--zap-log-level=error", "--enable-pprof", "--namespace-ceiling=all"}, args...),
+		AddrFlags: []string{"--pprof-bind-address"}, Wrap: wrap})
 	if err != nil {
 		return nil, err
 	}

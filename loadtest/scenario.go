@@ -50,6 +50,9 @@ type Scenario struct {
 	Cluster string `json:"cluster,omitempty"`
 	// SinkDelay makes every engine-mode export this slow.
 	SinkDelay Duration `json:"sinkDelay,omitempty"`
+	// OperatorArgs are more flags for the operator (tenants mode), such
+	// as an API budget (--kube-api-qps).
+	OperatorArgs []string `json:"operatorArgs,omitempty"`
 }
 
 // Duration reads "30s"-style durations.
@@ -118,7 +121,7 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.
 			return r, fmt.Errorf("a tenants run starts its own control plane: drop -kubeconfig")
 		}
 		r.Tenants, err = RunTenants(ctx, TenantsOptions{Binary: binary, Tenants: s.Namespaces, Objects: s.Objects,
-			ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration, Log: logf})
+			ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration, OperatorArgs: s.OperatorArgs, Log: logf})
 	case "fleet":
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a fleet run starts its own control planes: drop -kubeconfig")

@@ -42,7 +42,9 @@ type TenantsOptions struct {
 	// profile; none when either is zero.
 	ChurnRate float64
 	ChurnFor  time.Duration
-	Log       func(format string, a ...any)
+	// OperatorArgs are more flags for the operator (an API budget).
+	OperatorArgs []string
+	Log          func(format string, a ...any)
 }
 
 // TenantsResult is what a tenants run measured.
@@ -135,7 +137,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if err := env.WriteKubeconfig(kubeconfig, "tenants"); err != nil {
 		return nil, err
 	}
-	op, err := startOperator(ctx, o.Binary, kubeconfig, dir, nil)
+	op, err := startOperatorWith(ctx, o.Binary, kubeconfig, dir, nil, o.OperatorArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	logf("restarting the operator")
 	op.stop()
 	restarted := time.Now()
-	if op, err = startOperator(ctx, o.Binary, kubeconfig, dir, nil); err != nil {
+	if op, err = startOperatorWith(ctx, o.Binary, kubeconfig, dir, nil, o.OperatorArgs); err != nil {
 		return res, err
 	}
 	smp2 := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
