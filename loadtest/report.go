@@ -88,6 +88,7 @@ func (r *Report) Write(dir string) ([]string, error) {
 			heaps["cpu-churn.pb.gz"] = c.CPUProfile
 		}
 		heaps["goroutines-slow-restart.txt"] = r.Tenants.SlowRestartGoroutines
+		heaps["cpu-restart.pb.gz"] = r.Tenants.RestartCPUProfile
 	}
 	for name, heap := range heaps {
 		if len(heap) == 0 {

@@ -98,6 +98,9 @@ type TenantsResult struct {
 	// minute after the restart, taken only when some binding had not
 	// acknowledged by then: what it waited on.
 	SlowRestartGoroutines []byte `json:"-"`
+	// RestartCPUProfile is the restarted operator's CPU profile over its
+	// first minute (or until every binding acknowledged, if sooner).
+	RestartCPUProfile []byte `json:"-"`
 }
 
 // RunTenants applies every tenant's pipeline, waits until every binding is
@@ -230,6 +233,11 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, err
 	}
 	smp2 := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	profiled := make(chan []byte, 1)
+	go func() {
+		p, _ := op.cpuProfile(time.Minute)
+		profiled <- p
+	}()
 	dumped := make(chan []byte, 1)
 	slow := time.AfterFunc(time.Minute, func() {
 		dump, _ := op.goroutines()
@@ -243,6 +251,9 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	res.RestartAcked = time.Since(restarted)
 	if !slow.Stop() {
 		res.SlowRestartGoroutines = <-dumped
+	}
+	if res.RestartAcked > time.Minute {
+		res.RestartCPUProfile = <-profiled // the whole minute was the restart's
 	}
 	reads3, err := secretReads(ctx, env.Config)
 	if err != nil {
