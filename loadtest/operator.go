@@ -21,36 +21,28 @@ type operator struct {
 // heapProfile fetches the operator's heap profile after a garbage
 // collection (what is live, not what is waiting to be collected).
 func (o *operator) heapProfile() ([]byte, error) {
-	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return nil, fmt.Errorf("heap profile: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("heap profile: %s", resp.Status)
-	}
-	return io.ReadAll(resp.Body)
+	return o.pprofGet("heap profile", "heap?gc=1")
 }
 
 // goroutines is the operator's goroutine dump (pprof, debug=2).
 func (o *operator) goroutines() ([]byte, error) {
-	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/goroutine?debug=2")
-	if err != nil {
-		return nil, fmt.Errorf("goroutine dump: %w", err)
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	return o.pprofGet("goroutine dump", "goroutine?debug=2")
 }
 
 // cpuProfile is the operator's CPU profile (pprof) over the next d.
 func (o *operator) cpuProfile(d time.Duration) ([]byte, error) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", o.pprof, int(d.Seconds())))
+	return o.pprofGet("CPU profile", fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
+}
+
+// pprofGet reads one of the operator's /debug/pprof/ endpoints.
+func (o *operator) pprofGet(what, endpoint string) ([]byte, error) {
+	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/" + endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("CPU profile: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("CPU profile: %s", resp.Status)
+		return nil, fmt.Errorf("%s: %s", what, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
 }

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -122,15 +121,3 @@ func acquireMirror(cfg Config) (*mirror, func(), error) {
 	var once sync.Once
 	return m, func() { once.Do(func() { m.users.Add(-1); release() }) }, nil
 }
-
-// takeTurn waits for the mirror's turn (see mirror), or for ctx to end.
-func (s *Sink) takeTurn(ctx context.Context) error {
-	select {
-	case s.m.turn <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("git: wait for the other exports to this repository: %w", ctx.Err())
-	}
-}
-
-func (s *Sink) giveTurn() { <-s.m.turn }
