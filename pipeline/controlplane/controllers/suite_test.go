@@ -88,6 +88,17 @@ func bareRepo(t *testing.T, path string) {
 	if out, err := git("", "init", "--bare", "-b", "main", path); err != nil {
 		t.Fatal(out)
 	}
+	// The shared manager may still be pushing to it when the test ends (a
+	// push to a local remote runs to its end): remove it before the test's
+	// temporary directory is, retrying while git writes into it.
+	t.Cleanup(func() {
+		for range 25 {
+			if os.RemoveAll(path) == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 }
 
 func files(bare string) func(want ...string) func() error {
