@@ -50,9 +50,8 @@ type Engine struct {
 	// stopped is set by Stop: from then on nothing starts (a reconcile
 	// that runs during the manager's shutdown must neither spawn actors
 	// that no one stops nor wait on a shut-down actor system).
-	stopped     bool
-	targets     map[messages.TargetRef]*targetEntry
-	inventories map[string]*inventoryEntry
+	stopped bool
+	links   // the running targets and inventories
 	// resting holds inventories stopped by their supervisor and waiting to
 	// start again; removing one cancels its restart.
 	resting map[string]bool
@@ -108,7 +107,7 @@ func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, bat
 		return log.With("lib", "protoactor")
 	})))
 	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch, log: log,
-		targets: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{}, resting: map[string]bool{}}
+		links: newLinks(), resting: map[string]bool{}}
 	e.targetGuardian = spawnGuardian(e.system.Root, targetSupervision(), e.targetStopped)
 	e.inventoryGuardian = spawnGuardian(e.system.Root, inventorySupervision(), e.inventoryStopped)
 	return e
@@ -121,7 +120,7 @@ func (e *Engine) targetStopped(pid *actor.PID) {
 	defer e.mu.Unlock()
 	for ref, t := range e.targets {
 		if t.pid.Equal(pid) {
-			delete(e.targets, ref)
+			e.dropTarget(ref)
 			t.inbox.Discard()
 		}
 	}
@@ -141,7 +140,7 @@ func (e *Engine) inventoryStopped(pid *actor.PID) {
 	for key, ent := range e.inventories {
 		if ent.pid.Equal(pid) {
 			stopped = ent
-			delete(e.inventories, key)
+			e.dropInventory(key)
 			e.resting[key] = true
 		}
 	}
@@ -212,7 +211,8 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 		return ErrStopped
 	}
 	ent := e.targets[spec.Ref]
-	if ent == nil {
+	started := ent == nil
+	if started {
 		inbox := target.NewInbox(e.system.Root, e.metrics)
 		name := spec.Ref.Namespace + "/" + spec.Ref.Name
 		pid, err := e.spawnUnder(e.targetGuardian, target.Props(inbox, e.inf, e.reporter, e.metrics, name))
@@ -221,7 +221,7 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 			return err
 		}
 		ent = &targetEntry{pid: pid, inbox: inbox}
-		e.targets[spec.Ref] = ent
+		e.addTarget(spec.Ref, ent)
 		e.inf.WatchNamespaces(spec.Ref.String(), inbox)
 	}
 	e.mu.Unlock()
@@ -255,7 +255,9 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 		Ref: spec.Ref, Sources: sources, Generation: spec.Generation, Evaluator: eval,
 		Profile: spec.Profile, GVK: gvkLabel(spec.ProfileGVK), Metrics: spec.Metrics, SampleEvery: e.SeriesEvery,
 	}})
-	e.relink()
+	if started {
+		e.relink(spec.Ref) // a reconfigured target keeps its actor: its inventories keep their links
+	}
 	return nil
 }
 
@@ -285,7 +287,7 @@ func (e *Engine) FreezeTarget(ref messages.TargetRef) {
 func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 	e.mu.Lock()
 	ent := e.targets[ref]
-	delete(e.targets, ref)
+	e.dropTarget(ref)
 	stopped := e.stopped
 	e.mu.Unlock()
 	if ent == nil || stopped {
@@ -297,7 +299,7 @@ func (e *Engine) RemoveTarget(ref messages.TargetRef) {
 	}
 	_ = e.system.Root.StopFuture(ent.pid).Wait()
 	ent.inbox.Discard()
-	e.relink()
+	e.relink(ref)
 }
 
 // UpsertInventory starts or reconfigures an inventory and its bindings.
@@ -316,42 +318,14 @@ func (e *Engine) UpsertInventory(spec InventorySpec) error {
 			e.mu.Unlock()
 			return err
 		}
-		ent = &inventoryEntry{pid: pid, memory: mem}
-		e.inventories[spec.Key] = ent
+		ent = &inventoryEntry{pid: pid, memory: mem, spec: spec}
+		e.addInventory(spec.Key, ent)
 	}
 	ent.spec = spec
-	cfg := e.configLocked(ent)
+	cfg := e.config(ent, e.batch)
 	e.mu.Unlock()
 	e.system.Root.Send(ent.pid, &inventory.Configure{Config: cfg})
 	return nil
-}
-
-// configLocked builds an inventory actor's configuration from its spec and
-// the targets running now.
-func (e *Engine) configLocked(ent *inventoryEntry) *inventory.Config {
-	s := ent.spec
-	cfg := &inventory.Config{Kind: s.Kind, ID: s.ID, Bindings: s.Bindings, BatchWindow: e.batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
-	for _, ref := range s.Expect {
-		if e.targets[ref] == nil {
-			cfg.Missing = append(cfg.Missing, ref)
-		}
-	}
-	if s.Cluster {
-		cfg.TargetNamespaces = s.TargetNamespaces
-		for _, ref := range s.Targets {
-			if t := e.targets[ref]; t != nil {
-				cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
-			}
-		}
-		return cfg
-	}
-	cfg.TargetNamespaces = map[string]bool{s.ID.Namespace: true}
-	for ref, t := range e.targets {
-		if ref.Namespace == s.ID.Namespace || ref.Kind == ClusterTargetKind {
-			cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
-		}
-	}
-	return cfg
 }
 
 // ClusterTargetKind is the TargetRef kind of cluster targets.
@@ -371,7 +345,7 @@ func (e *Engine) DrainInventory(ctx context.Context, key string) {
 func (e *Engine) removeInventory(ctx context.Context, key string, drain bool) {
 	e.mu.Lock()
 	ent := e.inventories[key]
-	delete(e.inventories, key)
+	e.dropInventory(key)
 	delete(e.resting, key)
 	stopped := e.stopped
 	e.mu.Unlock()
@@ -393,12 +367,13 @@ func (e *Engine) removeInventory(ctx context.Context, key string, drain bool) {
 // exports to return.
 const removeWait = time.Minute
 
-// relink sends every inventory its current target list.
-func (e *Engine) relink() {
+// relink sends the inventories that read ref (which started or stopped)
+// their current target list.
+func (e *Engine) relink(ref messages.TargetRef) {
 	e.mu.Lock()
 	var sends []func()
-	for _, ent := range e.inventories {
-		cfg, pid := e.configLocked(ent), ent.pid
+	for _, ent := range e.readers(ref) {
+		cfg, pid := e.config(ent, e.batch), ent.pid
 		sends = append(sends, func() { e.system.Root.Send(pid, &inventory.Configure{Config: cfg}) })
 	}
 	e.mu.Unlock()
@@ -422,7 +397,8 @@ func (e *Engine) Stop() {
 	for _, ent := range e.inventories {
 		invs = append(invs, ent.pid)
 	}
-	e.inventories = map[string]*inventoryEntry{}
+	fresh := newLinks()
+	e.inventories, e.nsInvs, e.clusterInvs = fresh.inventories, fresh.nsInvs, fresh.clusterInvs
 	e.mu.Unlock()
 	// All at once: an inventory stops once its sink actors have (exports
 	// in flight are canceled, not awaited), so a shutdown takes as long as
