@@ -20,6 +20,11 @@ type Clients struct {
 	// Acquire of one waits for that to end, so a client that owns state
 	// (a Git mirror's directory) is never opened while it is torn down.
 	closing map[string]chan struct{}
+	// opening are the clients being opened: open runs outside mu (a
+	// client may dial its server, and one server that does not answer
+	// must not hold every other sink's client), and a second Acquire of
+	// the same client waits for the first.
+	opening map[string]chan struct{}
 }
 
 type shared struct {
@@ -43,17 +48,32 @@ func (c *Clients) Acquire(kind, key string, open func() (any, func(), error)) (v
 	sum := sha256.Sum256([]byte(kind + "\x00" + key)) // the key holds credentials: kept hashed
 	id := hex.EncodeToString(sum[:])
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for c.closing[id] != nil {
-		done := c.closing[id]
+	for {
+		busy := c.closing[id]
+		if busy == nil {
+			busy = c.opening[id]
+		}
+		if busy == nil {
+			break
+		}
 		c.mu.Unlock()
-		<-done
+		<-busy
 		c.mu.Lock()
 	}
 	s, ok := c.m[id]
 	if !ok {
+		opened := make(chan struct{})
+		if c.opening == nil {
+			c.opening = map[string]chan struct{}{}
+		}
+		c.opening[id] = opened
+		c.mu.Unlock()
 		v, closeFn, err := open()
+		c.mu.Lock()
+		delete(c.opening, id)
+		close(opened)
 		if err != nil {
+			c.mu.Unlock()
 			return nil, nil, err
 		}
 		if c.m == nil {
@@ -63,6 +83,7 @@ func (c *Clients) Acquire(kind, key string, open func() (any, func(), error)) (v
 		c.m[id] = s
 	}
 	s.refs++
+	c.mu.Unlock()
 	return s.v, onlyOnce(func() { c.release(id, s) }), nil
 }
 

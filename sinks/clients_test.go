@@ -82,3 +82,48 @@ func TestClientsOpenAgainOnlyAfterTheLastCloseEnds(t *testing.T) {
 		t.Fatal("the client was opened again before its close ended")
 	}
 }
+
+// TestAClientThatDoesNotOpenHoldsOnlyItsOwnKey: a server that does not
+// answer keeps its own client opening (and a second sink of it waits for
+// that one open), while sinks of other servers get theirs at once.
+func TestAClientThatDoesNotOpenHoldsOnlyItsOwnKey(t *testing.T) {
+	var c sinks.Clients
+	answer := make(chan struct{})
+	var opens atomic.Int32
+	slow := func() (any, func(), error) {
+		opens.Add(1)
+		<-answer
+		return "nats", func() {}, nil
+	}
+	first, second := make(chan any, 1), make(chan any, 1)
+	go func() { v, _, _ := c.Acquire("nats", "down", slow); first <- v }()
+	for opens.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { v, _, _ := c.Acquire("nats", "down", slow); second <- v }()
+
+	other := make(chan any, 1)
+	go func() {
+		v, _, _ := c.Acquire("postgres", "up", func() (any, func(), error) { return "pg", func() {}, nil })
+		other <- v
+	}()
+	select {
+	case v := <-other:
+		if v != "pg" {
+			t.Fatalf("the other key's client is %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a client of another key waited for one that does not open")
+	}
+	select {
+	case <-first:
+		t.Fatal("the slow client was handed out before it opened")
+	case <-second:
+		t.Fatal("a second sink of the slow client got one before it opened")
+	default:
+	}
+	close(answer)
+	if a, b := <-first, <-second; a != "nats" || b != "nats" || opens.Load() != 1 {
+		t.Fatalf("the slow key gave %v and %v after %d opens, want one client opened once", a, b, opens.Load())
+	}
+}
