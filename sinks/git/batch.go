@@ -167,12 +167,35 @@ func (m *mirror) batch(rs []*request) {
 	}
 }
 
+// refList is the remote's refs, listed once per attempt with the lead's
+// credentials (every request of a batch has the same), when the first
+// thing that needs them asks: the owned records to prefetch and every
+// writer record of the batch read this one listing. A thousand writer
+// records recorded after a restart listed the remote's thousands of refs
+// a thousand times, one after the other: most of that restart's minutes.
+type refList struct {
+	lead   *Sink
+	refs   []plumbing.ReferenceName
+	listed bool
+}
+
+func (l *refList) get(ctx context.Context) ([]plumbing.ReferenceName, error) {
+	if !l.listed {
+		refs, err := l.lead.listRefs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.refs, l.listed = refs, true
+	}
+	return l.refs, nil
+}
+
 // prefetchOwned fetches, in one fetch, the owned records the batch's
 // exports will read (those of sinks that have not read theirs since the
 // process started): a restart of a thousand inventories on one repository
 // makes one fetch of records, not a thousand. A record the remote does not
 // list is absent.
-func prefetchOwned(ctx context.Context, lead *Sink, rs []*request) error {
+func prefetchOwned(ctx context.Context, lead *Sink, rs []*request, refs *refList) error {
 	want := map[plumbing.ReferenceName][]*Sink{}
 	for _, r := range rs {
 		if r.claim == nil && r.s.written == nil && r.s.cfg.Layout.resolve(r.snap).Mode == "perResource" {
@@ -183,7 +206,7 @@ func prefetchOwned(ctx context.Context, lead *Sink, rs []*request) error {
 	if len(want) == 0 {
 		return nil
 	}
-	listed, err := lead.listRefs(ctx)
+	listed, err := refs.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -263,7 +286,8 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prefetchOwned(ctx, lead, rs); err != nil {
+	refs := &refList{lead: lead}
+	if err := prefetchOwned(ctx, lead, rs, refs); err != nil {
 		return nil, err
 	}
 	results := make([]result, len(rs))
@@ -273,7 +297,14 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 	tip := base
 	for i, r := range rs {
 		if r.claim != nil {
-			objs, ups, err := r.s.claimUpdates(r.ctx, r.claim)
+			// A writer record is recorded from a listing made afresh (by
+			// this attempt), never from the shared one a reader may see
+			// up to listingTTL late.
+			listed, err := refs.get(ctx)
+			if err != nil {
+				return nil, err
+			}
+			objs, ups, err := r.s.claimUpdates(r.claim, listed)
 			if err != nil {
 				results[i].err = err
 				continue

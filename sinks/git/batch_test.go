@@ -221,3 +221,72 @@ func TestARestartedBatchReadsEveryRecordInOneGo(t *testing.T) {
 		t.Fatalf("after the restart the branch holds\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestWriterRecordsOfOneBatchShareOneListing: writer records queued
+// together are recorded from one fresh listing of the remote, not one
+// each (after a restart a thousand of them listed thousands of refs a
+// thousand times in a row), and each still replaces its inventory's
+// other writer.
+func TestWriterRecordsOfOneBatchShareOneListing(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	gitIn(t, dir, "init", "--bare", "-q", "-b", "main", bare)
+	clients := &sinks.Clients{}
+	const teams = 6
+	var ss []*Sink
+	for range teams {
+		s, err := New(Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Clients: clients})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		ss = append(ss, s)
+	}
+	id := func(i int) rows.Identity { return rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"} }
+	record := func(writer string) {
+		t.Helper()
+		m := ss[0].m
+		m.turn <- struct{}{} // held: every record queues
+		var wg sync.WaitGroup
+		errs := make([]error, teams)
+		for i, s := range ss {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.SetWriter(context.Background(), id(i), writer)
+			}()
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			m.mu.Lock()
+			n := len(m.queue)
+			m.mu.Unlock()
+			if n == teams {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d records queued", n, teams)
+			}
+		}
+		before := m.lists.Load()
+		<-m.turn
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("team-%d: %v", i, err)
+			}
+		}
+		if n := m.lists.Load() - before; n != 1 {
+			t.Fatalf("%d writer records made %d listings, want 1", teams, n)
+		}
+	}
+	record("cluster-a")
+	record("cluster-b") // each replaces cluster-a's
+	for i, s := range ss {
+		if w, err := s.Writer(context.Background(), id(i)); err != nil || w != "cluster-b" {
+			t.Errorf("team-%d's writer reads %q (%v), want cluster-b", i, w, err)
+		}
+	}
+	if refs := gitIn(t, bare, "for-each-ref", "--format=%(refname)", "refs/kollect/writer/"); strings.Count(refs, "\n")+1 != teams || strings.Contains(refs, "cluster-a") {
+		t.Errorf("the remote's writer refs:\n%s\nwant one per team, all cluster-b", refs)
+	}
+}

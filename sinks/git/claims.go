@@ -33,7 +33,7 @@ func (l Layout) writerPrefix(id rows.Identity) string {
 // Writer returns the writer the remote records for the inventory, "" for
 // none.
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
-	refs, err := s.writerRefs(ctx, id, false)
+	refs, err := s.writerRefs(ctx, id)
 	if err != nil || len(refs) == 0 {
 		return "", err
 	}
@@ -41,29 +41,32 @@ func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
 }
 
 // writerRefs lists the inventory's writer refs on the remote, from a
-// listing at most listingTTL old unless fresh is set. A listing needs no
-// objects: it goes through a remote of its own, not the mirror, so it
-// does not wait for the mirror's turn.
-func (s *Sink) writerRefs(ctx context.Context, id rows.Identity, fresh bool) ([]plumbing.ReferenceName, error) {
-	if fresh {
-		s.m.forgetListings()
-	}
+// listing at most listingTTL old. A listing needs no objects: it goes
+// through a remote of its own, not the mirror, so it does not wait for
+// the mirror's turn.
+func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.ReferenceName, error) {
 	listed, err := s.m.listed(ctx, s.credentialsKey(), s.listRefs)
 	if err != nil {
 		return nil, err
 	}
-	prefix := s.cfg.Layout.writerPrefix(id)
+	return s.cfg.Layout.writersIn(listed, id), nil
+}
+
+// writersIn are the writer refs of inventory id among listed.
+func (l Layout) writersIn(listed []plumbing.ReferenceName, id rows.Identity) []plumbing.ReferenceName {
+	prefix := l.writerPrefix(id)
 	var out []plumbing.ReferenceName
 	for _, r := range listed {
 		if strings.HasPrefix(r.String(), prefix) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // listRefs lists the remote's refs with the sink's credentials.
 func (s *Sink) listRefs(ctx context.Context) ([]plumbing.ReferenceName, error) {
+	s.m.lists.Add(1)
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.cfg.URL}})
 	tctx, cancel := s.transfer(ctx)
 	defer cancel()
@@ -100,12 +103,10 @@ type claim struct {
 }
 
 // claimUpdates are the ref updates (and the objects, staged) that record
-// c: the writer's ref set, any other writer's removed.
-func (s *Sink) claimUpdates(ctx context.Context, c *claim) ([]plumbing.Hash, []refUpdate, error) {
-	held, err := s.writerRefs(ctx, c.id, true)
-	if err != nil {
-		return nil, nil, err
-	}
+// c: the writer's ref set, any other writer's removed. listed is the
+// remote's refs as the batch listed them, afresh.
+func (s *Sink) claimUpdates(c *claim, listed []plumbing.ReferenceName) ([]plumbing.Hash, []refUpdate, error) {
+	held := s.cfg.Layout.writersIn(listed, c.id)
 	var updates []refUpdate
 	var objects []plumbing.Hash
 	mine := plumbing.ReferenceName(s.cfg.Layout.writerPrefix(c.id) + refPart(c.writer))

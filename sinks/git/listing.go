@@ -14,8 +14,9 @@ import (
 // credentials (a listing made with one sink's credentials is never read
 // for another's) for listingTTL, and one listing serves every reader that
 // asks while it is made. A writer record another cluster sets is thus
-// seen up to listingTTL late; recording a writer always lists afresh,
-// and a push of records drops the listings.
+// seen up to listingTTL late; recording a writer lists afresh (once for
+// every record of a batch, see refList), and a push of records drops the
+// listings.
 const listingTTL = 5 * time.Second
 
 // listing is one ref listing of the remote, or one being made.

@@ -37,6 +37,9 @@ type mirror struct {
 	users  atomic.Int32
 	shared atomic.Bool
 
+	// lists counts the remote's ref listings made through the mirror.
+	lists atomic.Int32
+
 	mu       sync.Mutex
 	queue    []*request          // exports waiting for a batch (see batch.go)
 	listings map[string]*listing // per credentials (see listing.go)
