@@ -196,3 +196,41 @@ func peakWorkingSet(samples []Sample) int64 {
 	}
 	return n
 }
+
+// controlPlaneCPU adds the CPU seconds of this process's children that
+// are the local control plane (etcd and kube-apiserver, which envtest
+// starts): what the API side of a run cost on the machine the operator
+// shares with it. 0 against a real cluster.
+func controlPlaneCPU() float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	total := 0.0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || shut < open {
+			continue
+		}
+		name, f := s[open+1:shut], strings.Fields(s[shut+1:])
+		if len(f) < 2 || (name != "etcd" && name != "kube-apiserver") {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+			continue
+		}
+		_, _, cpu, _ := pidStats(pid)
+		total += cpu
+	}
+	return total
+}

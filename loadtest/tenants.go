@@ -80,6 +80,10 @@ type TenantsResult struct {
 	// while the inventories synced, during the churn, and after the
 	// restart until every binding acknowledged.
 	SecretReads [3]float64 `json:"secretReads"`
+	// ControlPlaneCPU is the CPU seconds the local API server and etcd
+	// used over the same three spans: they share the machine with the
+	// operator (0 against a real cluster).
+	ControlPlaneCPU [3]float64 `json:"controlPlaneCPUSeconds"`
 	// Churn is what the namespace churn measured, when there was one.
 	Churn *churnResult `json:"churn,omitempty"`
 	// TargetStatusBytes is the largest target status, as JSON.
@@ -155,6 +159,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 
 	res := &TenantsResult{Tenants: o.Tenants, Objects: o.Objects}
 	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
+	cp0 := controlPlaneCPU()
 	reads0, err := secretReads(ctx, env.Config)
 	if err != nil {
 		return nil, err
@@ -194,6 +199,8 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, err
 	}
 	res.SecretReads[0] = reads1 - reads0
+	cp1 := controlPlaneCPU()
+	res.ControlPlaneCPU[0] = cp1 - cp0
 	res.PostgresConns = conns.reset()
 	logf("every tenant's inventory synced %v after the first pipeline was applied (by sink %v); at most %d Postgres connections",
 		res.AllSynced.Round(time.Millisecond), res.SyncedBySink, res.PostgresConns)
@@ -221,6 +228,8 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 			return res, err
 		}
 		res.SecretReads[1], reads1 = reads2-reads1, reads2
+		cp2 := controlPlaneCPU()
+		res.ControlPlaneCPU[1], cp1 = cp2-cp1, cp2
 		res.SeriesAfterChurn = series(op.MetricsAddr)
 		logf("the profile edit reached every row of its team %v after it was made; largest target status %d bytes; /metrics series %d before, %d after, %d naming a deleted namespace",
 			c.EditTook.Round(time.Millisecond), c.StatusBytes, res.SeriesBeforeChurn, res.SeriesAfterChurn, c.SeriesOfGone)
@@ -260,6 +269,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return res, err
 	}
 	res.SecretReads[2] = reads3 - reads1
+	res.ControlPlaneCPU[2] = controlPlaneCPU() - cp1
 	if res.RestartAckedBySink, err = lastAcks(ctx, env.Client, restarted); err != nil {
 		return res, err
 	}
@@ -268,7 +278,8 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	}
 	res.PostgresConnsRestart = conns.reset()
 	stopConns()
-	logf("every binding acknowledged %v after the restart; at most %d Postgres connections", res.RestartAcked.Round(time.Millisecond), res.PostgresConnsRestart)
+	logf("every binding acknowledged %v after the restart; at most %d Postgres connections; API server and etcd CPU %.1f s meanwhile",
+		res.RestartAcked.Round(time.Millisecond), res.PostgresConnsRestart, res.ControlPlaneCPU[2])
 
 	// Synced says the last export was acknowledged, not that it held the
 	// last object created: the table gets a minute to hold every row.

@@ -39,6 +39,6 @@ func TestTenantsShareEveryServer(t *testing.T) {
 	if c.StatusBytes > 64<<10 {
 		t.Errorf("the largest target status is %d bytes during the churn, want at most 64 KiB", c.StatusBytes)
 	}
-	t.Logf("synced %v, restart acknowledged %v (by sink %v), profile edit %v; Secret reads %v; %d series; RSS %d MiB, CPU %.1f s",
-		res.AllSynced, res.RestartAcked, res.RestartAckedBySink, c.EditTook, res.SecretReads, res.Series, res.PeakRSS>>20, res.CPUSeconds)
+	t.Logf("synced %v, restart acknowledged %v (by sink %v), profile edit %v; Secret reads %v; %d series; RSS %d MiB, CPU %.1f s; API server and etcd CPU %v s",
+		res.AllSynced, res.RestartAcked, res.RestartAckedBySink, c.EditTook, res.SecretReads, res.Series, res.PeakRSS>>20, res.CPUSeconds, res.ControlPlaneCPU)
 }

@@ -123,7 +123,7 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 	t.Helper()
 	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t), s3: s3test.Start(t),
 		gcs: gcstest.Start(t), az: azuretest.Start(t), lab: gitlabtest.Start(t), mongo: mongotest.Start(t), bq: bqtest.Start(t),
-		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info"}, args...)}
+		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info", "--enable-pprof"}, args...)}
 	r.bare = filepath.Join(r.dir, "inventory.git")
 	if err := r.s3.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
@@ -150,6 +150,14 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 	}
 	r.db = db
 	t.Cleanup(func() {
+		if t.Failed() && r.op != nil && !r.op.Exited() {
+			// Before the teardown: what the operator's exports were doing
+			// when the scenario gave up.
+			g, err := r.op.Goroutines(func(stack string) bool {
+				return strings.Contains(stack, "kollect.dev/kollect/sinks") || strings.Contains(stack, "kollect.dev/kollect/actors/sink")
+			})
+			t.Logf("operator goroutines in sinks (err %v):\n%s", err, g)
+		}
 		if r.op != nil && !r.op.Exited() {
 			r.teardown()
 			_, _ = r.op.Stop(10 * time.Second)
@@ -191,7 +199,8 @@ func (r *rig) teardown() {
 func (r *rig) start() {
 	r.t.Helper()
 	op, err := testenv.StartProcess(context.Background(), testenv.ProcessOptions{Binary: binary, Kubeconfig: kubeconfig,
-		Log: filepath.Join(r.dir, "operator.log"), Env: []string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(r.dir, "mirrors")}, Args: r.args})
+		Log: filepath.Join(r.dir, "operator.log"), Env: []string{"KOLLECT_GIT_MIRROR_DIR=" + filepath.Join(r.dir, "mirrors")}, Args: r.args,
+		AddrFlags: []string{"--pprof-bind-address"}})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -209,3 +209,31 @@ func BuildOperator(dir string) (string, error) {
 	}
 	return binary, nil
 }
+
+// Goroutines returns the process's goroutines, grouped by stack, that pass
+// keep (all when nil): what a test that found the operator stuck logs. The
+// process must serve pprof (--enable-pprof, and --pprof-bind-address in
+// AddrFlags).
+func (p *Process) Goroutines(keep func(stack string) bool) (string, error) {
+	addr := p.Addrs["--pprof-bind-address"]
+	if addr == "" {
+		return "", errors.New("the operator does not serve pprof: start it with --enable-pprof and --pprof-bind-address in AddrFlags")
+	}
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return "", fmt.Errorf("goroutine profile: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("goroutine profile: %w", err)
+	}
+	var kept []string
+	for _, g := range strings.Split(string(b), "\n\n") {
+		if keep == nil || keep(g) {
+			kept = append(kept, g)
+		}
+	}
+	return strings.Join(kept, "\n\n"), nil
+}
