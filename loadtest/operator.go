@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -15,36 +13,22 @@ import (
 // and CPU are measured alone; pprof serves its heap profile.
 type operator struct {
 	*testenv.Process
-	pprof string
 }
 
 // heapProfile fetches the operator's heap profile after a garbage
 // collection (what is live, not what is waiting to be collected).
 func (o *operator) heapProfile() ([]byte, error) {
-	return o.pprofGet("heap profile", "heap?gc=1")
+	return o.Pprof("heap profile", "heap?gc=1", 0)
 }
 
 // goroutines is the operator's goroutine dump (pprof, debug=2).
 func (o *operator) goroutines() ([]byte, error) {
-	return o.pprofGet("goroutine dump", "goroutine?debug=2")
+	return o.Pprof("goroutine dump", "goroutine?debug=2", 0)
 }
 
 // cpuProfile is the operator's CPU profile (pprof) over the next d.
 func (o *operator) cpuProfile(d time.Duration) ([]byte, error) {
-	return o.pprofGet("CPU profile", fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
-}
-
-// pprofGet reads one of the operator's /debug/pprof/ endpoints.
-func (o *operator) pprofGet(what, endpoint string) ([]byte, error) {
-	resp, err := http.Get("http://" + o.pprof + "/debug/pprof/" + endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", what, resp.Status)
-	}
-	return io.ReadAll(resp.Body)
+	return o.Pprof("CPU profile", fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), 0)
 }
 
 // startOperator runs bin as the manager against kubeconfig, with env added
@@ -65,7 +49,7 @@ func startOperatorWith(ctx context.Context, bin, kubeconfig, dir string, wrap, a
 	if err != nil {
 		return nil, err
 	}
-	return &operator{Process: p, pprof: p.Addrs["--pprof-bind-address"]}, nil
+	return &operator{Process: p}, nil
 }
 
 // stop sends SIGTERM and waits (the operator must stop within seconds).

@@ -148,17 +148,36 @@ func pidStats(pid int) (rss, file int64, cpu, system float64) {
 			rss, file = pages*int64(os.Getpagesize()), shared*int64(os.Getpagesize())
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i > 0 {
-			if f := strings.Fields(s[i+1:]); len(f) > 12 {
-				ut, _ := strconv.ParseFloat(f[11], 64)
-				st, _ := strconv.ParseFloat(f[12], 64)
-				cpu, system = (ut+st)/100, st/100 // USER_HZ
-			}
-		}
+	if _, f := procStat(pid); f != nil {
+		cpu, system = cpuOf(f)
 	}
 	return rss, file, cpu, system
+}
+
+// procStat reads /proc/<pid>/stat: the command name, and the fields
+// after it (state, ppid, ...); nil when it cannot be read.
+func procStat(pid int) (comm string, fields []string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil
+	}
+	s := string(b)
+	open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || shut < open {
+		return "", nil
+	}
+	return s[open+1 : shut], strings.Fields(s[shut+1:])
+}
+
+// cpuOf is the CPU time in a process's stat fields (after its name), and
+// the system part of it.
+func cpuOf(f []string) (cpu, system float64) {
+	if len(f) <= 12 {
+		return 0, 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100, st / 100 // USER_HZ
 }
 
 // peaks summarises samples: the highest RSS, the highest anonymous RSS
@@ -213,23 +232,14 @@ func controlPlaneCPU() float64 {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || shut < open {
-			continue
-		}
-		name, f := s[open+1:shut], strings.Fields(s[shut+1:])
+		name, f := procStat(pid)
 		if len(f) < 2 || (name != "etcd" && name != "kube-apiserver") {
 			continue
 		}
 		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
 			continue
 		}
-		_, _, cpu, _ := pidStats(pid)
+		cpu, _ := cpuOf(f)
 		total += cpu
 	}
 	return total

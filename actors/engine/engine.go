@@ -397,8 +397,7 @@ func (e *Engine) Stop() {
 	for _, ent := range e.inventories {
 		invs = append(invs, ent.pid)
 	}
-	fresh := newLinks()
-	e.inventories, e.nsInvs, e.clusterInvs = fresh.inventories, fresh.nsInvs, fresh.clusterInvs
+	e.dropInventories()
 	e.mu.Unlock()
 	// All at once: an inventory stops once its sink actors have (exports
 	// in flight are canceled, not awaited), so a shutdown takes as long as

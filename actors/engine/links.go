@@ -68,6 +68,12 @@ func (l *links) dropInventory(key string) {
 	drop(l.nsInvs, ent.spec.ID.Namespace, key)
 }
 
+// dropInventories forgets every inventory (the engine stops them all).
+func (l *links) dropInventories() {
+	fresh := newLinks()
+	l.inventories, l.nsInvs, l.clusterInvs = fresh.inventories, fresh.nsInvs, fresh.clusterInvs
+}
+
 // readers are the inventories whose configuration depends on whether ref
 // runs: those that read it or expect it.
 func (l *links) readers(ref messages.TargetRef) []*inventoryEntry {

@@ -28,6 +28,19 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// awaitQueue waits up to 10 s until n requests queue on m, and returns
+// how many did.
+func awaitQueue(m *mirror, n int) int {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m.mu.Lock()
+		queued := len(m.queue)
+		m.mu.Unlock()
+		if queued == n || time.Now().After(deadline) {
+			return queued
+		}
+	}
+}
+
 func teamRow(t *testing.T, team string) *rows.Row {
 	t.Helper()
 	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: team, TargetName: "apps", Group: "apps", Version: "v1", Kind: "Deployment"},
@@ -95,16 +108,8 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 			_, results[i] = s.Export(context.Background(), snap)
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		m.mu.Lock()
-		n := len(m.queue)
-		m.mu.Unlock()
-		if n == teams+1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d exports queued", n, teams)
-		}
+	if n := awaitQueue(m, teams+1); n != teams+1 {
+		t.Fatalf("%d of %d exports queued", n, teams)
 	}
 	<-m.turn
 	wg.Wait()
@@ -191,14 +196,7 @@ func TestARestartedBatchReadsEveryRecordInOneGo(t *testing.T) {
 				_, errs[i] = s.Export(context.Background(), rows.NewSnapshot(rows.Identity{Namespace: team, Name: "inv"}, rs, time.Now()))
 			}()
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			m.mu.Lock()
-			n := len(m.queue)
-			m.mu.Unlock()
-			if n == teams || time.Now().After(deadline) {
-				break
-			}
-		}
+		awaitQueue(m, teams)
 		<-m.turn
 		wg.Wait()
 		for i, err := range errs {
@@ -256,16 +254,8 @@ func TestWriterRecordsOfOneBatchShareOneListing(t *testing.T) {
 				errs[i] = s.SetWriter(context.Background(), id(i), writer)
 			}()
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			m.mu.Lock()
-			n := len(m.queue)
-			m.mu.Unlock()
-			if n == teams {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d records queued", n, teams)
-			}
+		if n := awaitQueue(m, teams); n != teams {
+			t.Fatalf("%d of %d records queued", n, teams)
 		}
 		before := m.lists.Load()
 		<-m.turn

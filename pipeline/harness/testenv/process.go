@@ -210,24 +210,33 @@ func BuildOperator(dir string) (string, error) {
 	return binary, nil
 }
 
-// Goroutines returns the process's goroutines, grouped by stack, that pass
-// keep (all when nil): what a test that found the operator stuck logs. The
-// process must serve pprof (--enable-pprof, and --pprof-bind-address in
-// AddrFlags).
-func (p *Process) Goroutines(keep func(stack string) bool) (string, error) {
+// Pprof reads one of the process's /debug/pprof/ endpoints (what names it
+// in errors), waiting at most timeout (0: as long as it takes, which a
+// CPU profile over a minute needs). The process must serve pprof
+// (--enable-pprof, and --pprof-bind-address in AddrFlags).
+func (p *Process) Pprof(what, endpoint string, timeout time.Duration) ([]byte, error) {
 	addr := p.Addrs["--pprof-bind-address"]
 	if addr == "" {
-		return "", errors.New("the operator does not serve pprof: start it with --enable-pprof and --pprof-bind-address in AddrFlags")
+		return nil, fmt.Errorf("%s: the operator does not serve pprof: start it with --enable-pprof and --pprof-bind-address in AddrFlags", what)
 	}
-	client := http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	client := http.Client{Timeout: timeout}
+	resp, err := client.Get("http://" + addr + "/debug/pprof/" + endpoint)
 	if err != nil {
-		return "", fmt.Errorf("goroutine profile: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", what, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// Goroutines returns the process's goroutines, grouped by stack, that pass
+// keep (all when nil): what a test that found the operator stuck logs.
+func (p *Process) Goroutines(keep func(stack string) bool) (string, error) {
+	b, err := p.Pprof("goroutine profile", "goroutine?debug=1", 10*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("goroutine profile: %w", err)
+		return "", err
 	}
 	var kept []string
 	for _, g := range strings.Split(string(b), "\n\n") {
