@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,10 +121,20 @@ func TestRestartChangesNothingInAnySink(t *testing.T) {
 			} else {
 				r.op.Kill()
 			}
+			inv, tgt := r.watchStatus("kollectinventories", "inventory"), r.watchStatus("kollecttargets", "configmaps")
 			restarted := time.Now()
 			r.start()
 			eventually(t, 2*time.Minute, "every binding acknowledges an export after the restart", func() error { return r.exportedSince(restarted) })
 			time.Sleep(2 * time.Second) // anything the restart would write lands by now
+			// Status says what the sinks hold, and a restart changes none:
+			// the inventory stays Synced throughout (its acknowledgements
+			// move on), the target's status is not written at all.
+			if flips := notSynced(inv.finish()); len(flips) != 0 {
+				t.Errorf("the inventory's status stopped saying Synced during the restart: %s", strings.Join(flips, "; "))
+			}
+			if written := tgt.finish(); len(written) != 1 {
+				t.Errorf("the restart wrote the target's status %d time(s), want none (the watch's first event is the stored version)", len(written)-1)
+			}
 			after, err := r.read(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/actors/inventory"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -64,7 +63,7 @@ func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 		return nil
 	}
 	w.observe(key, inv.Status.Conditions)
-	if err := w.c.Status().Patch(ctx, &inv, client.MergeFrom(base)); err != nil {
+	if _, err := Patch(ctx, w.c, &inv, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&inv, base.Status.Conditions, inv.Status.Conditions)
@@ -119,7 +118,7 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 		setCondition(&cs.Conditions, "ExportSucceeded", c.Status, c.Reason, c.Message, v.Generation)
 	}
 	w.observe(key, cs.Conditions)
-	if err := w.c.Status().Patch(ctx, &ci, client.MergeFrom(base)); err != nil {
+	if _, err := Patch(ctx, w.c, &ci, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&ci, base.Status.Conditions, cs.Conditions)
@@ -152,6 +151,13 @@ func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *
 	s.ItemCount = rep.ItemCount
 	applyBindings(s, rep, v.Generation)
 	return true
+}
+
+// stillHolds reports whether a sinkExports entry says its sink
+// acknowledged an export of generation gen.
+func stillHolds(e kollectv1alpha1.InventorySinkExportStatus, gen int64) bool {
+	c := meta.FindStatusCondition(e.Conditions, TypeSynced)
+	return e.LastExportTime != nil && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
 // applyBindings writes sinkExports and the aggregate conditions (SEMANTICS
@@ -190,6 +196,15 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			}
 			failures = append(failures, fmt.Sprintf("%s: %s", b.Key, b.Err))
 			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonExportFailed, b.Err, gen)
+		case b.LastExport.IsZero() && stillHolds(e, gen):
+			// This manager has not exported yet (it just started), but the
+			// sink holds the export it acknowledged for this generation:
+			// status keeps saying so. A restart changes nothing, in the
+			// sinks or in what status reports of them.
+			exported++
+			if minCount == nil || (e.ExportedCount != nil && *e.ExportedCount < *minCount) {
+				minCount = e.ExportedCount
+			}
 		case b.LastExport.IsZero():
 			pending++
 			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonProgressing, "first export in progress", gen)

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 )
@@ -102,7 +101,7 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 			return nil
 		}
 		w.observe(key, s.Conditions)
-		if err := w.c.Status().Patch(ctx, &t, client.MergeFrom(base)); err != nil {
+		if _, err := Patch(ctx, w.c, &t, base); err != nil {
 			return err
 		}
 		w.announceTransitions(&t, base.Status.Conditions, s.Conditions)
@@ -116,18 +115,21 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 	s := &t.Status
 	s.ObservedGeneration, s.CollectionFilterStatus = tv.v.Generation, filter
 	if tv.reported {
-		s.CollectedCount = &tv.count
-		ts := metav1.NewTime(tv.since)
-		if s.CollectedCountUpdatedAt == nil || !s.CollectedCountUpdatedAt.Equal(&ts) {
+		// The time says when the count last changed: a count the status
+		// already holds keeps its time (a restarted manager counts the
+		// same objects anew, and that is no change).
+		if s.CollectedCount == nil || *s.CollectedCount != tv.count || s.CollectedCountUpdatedAt == nil {
+			ts := metav1.NewTime(tv.since)
 			s.CollectedCountUpdatedAt = &ts
 		}
+		s.CollectedCount = &tv.count
 		s.ExtractionFailures, s.LastExtractionError = tv.failures, tv.lastErr
 	}
 	if !tv.conditions(&s.Conditions) {
 		return nil
 	}
 	w.observe(key, s.Conditions)
-	if err := w.c.Status().Patch(ctx, &t, client.MergeFrom(base)); err != nil {
+	if _, err := Patch(ctx, w.c, &t, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&t, base.Status.Conditions, s.Conditions)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/mongodb"
@@ -137,7 +138,8 @@ func ApplyPreview(ctx context.Context, c client.Client, obj client.Object, st *k
 		want.RenderedAt = &at
 	}
 	st.Preview = want
-	return c.Status().Patch(ctx, obj, client.MergeFrom(base))
+	_, err := status.Patch(ctx, c, obj, base)
+	return err
 }
 
 func sameContent(a, b *kollectv1alpha1.SinkPreviewStatus) bool {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/status"
 )
 
 // Annotation that forces a probe even when spec.connectionTest is false.
@@ -59,7 +60,7 @@ func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds 
 		meta.RemoveStatusCondition(conds, TypeTLSInsecure)
 	}
 	*observed = gen
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+	if _, err := status.Patch(ctx, c, obj, base); err != nil {
 		return reconcile.Result{}, err
 	}
 	announceProbe(rec, obj, before, *conds)
