@@ -190,6 +190,9 @@ func (r *Report) table(b *strings.Builder) {
 		row("tenants: Postgres connections, peak (before / after the restart)", fmt.Sprintf("%d / %d", t.PostgresConns, t.PostgresConnsRestart))
 		row("tenants: Git mirrors (bytes)", fmt.Sprintf("%d (%s)", t.GitMirrors, mib(t.GitMirrorBytes)))
 		row("tenants: Secret reads at the API server (sync / churn / restart)", fmt.Sprintf("%.0f / %.0f / %.0f", t.SecretReads[0], t.SecretReads[1], t.SecretReads[2]))
+		for _, r := range t.RestartRequests {
+			row("tenants: API requests after the restart: "+r.Request, fmt.Sprintf("%.0f", r.Count))
+		}
 		row("tenants: API server and etcd CPU (sync / churn / restart)", fmt.Sprintf("%.1f / %.1f / %.1f s", t.ControlPlaneCPU[0], t.ControlPlaneCPU[1], t.ControlPlaneCPU[2]))
 		row("tenants: /metrics series", fmt.Sprint(t.Series))
 		if c := t.Churn; c != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ type TenantsResult struct {
 	// while the inventories synced, during the churn, and after the
 	// restart until every binding acknowledged.
 	SecretReads [3]float64 `json:"secretReads"`
+	// RestartRequests are the API server's busiest requests from the
+	// restart until every binding acknowledged.
+	RestartRequests []APIRequests `json:"restartRequests,omitempty"`
 	// ControlPlaneCPU is the CPU seconds the local API server and etcd
 	// used over the same three spans: they share the machine with the
 	// operator (0 against a real cluster).
@@ -105,6 +109,13 @@ type TenantsResult struct {
 	// RestartCPUProfile is the restarted operator's CPU profile over its
 	// first minute (or until every binding acknowledged, if sooner).
 	RestartCPUProfile []byte `json:"-"`
+}
+
+// APIRequests is how many requests of one verb and resource the API
+// server served.
+type APIRequests struct {
+	Request string  `json:"request"`
+	Count   float64 `json:"count"`
 }
 
 // RunTenants applies every tenant's pipeline, waits until every binding is
@@ -160,7 +171,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	res := &TenantsResult{Tenants: o.Tenants, Objects: o.Objects}
 	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
 	cp0 := controlPlaneCPU()
-	reads0, err := secretReads(ctx, env.Config)
+	reqs0, err := apiRequests(ctx, env.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +205,11 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if res.SyncedBySink, err = lastAcks(ctx, env.Client, start); err != nil {
 		return res, err
 	}
-	reads1, err := secretReads(ctx, env.Config)
+	reqs1, err := apiRequests(ctx, env.Config)
 	if err != nil {
 		return res, err
 	}
-	res.SecretReads[0] = reads1 - reads0
+	res.SecretReads[0] = secretReads(reqs1) - secretReads(reqs0)
 	cp1 := controlPlaneCPU()
 	res.ControlPlaneCPU[0] = cp1 - cp0
 	res.PostgresConns = conns.reset()
@@ -223,11 +234,11 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 			return res, fmt.Errorf("namespace churn: %w", err)
 		}
 		res.Churn = &c
-		reads2, err := secretReads(ctx, env.Config)
+		reqs2, err := apiRequests(ctx, env.Config)
 		if err != nil {
 			return res, err
 		}
-		res.SecretReads[1], reads1 = reads2-reads1, reads2
+		res.SecretReads[1], reqs1 = secretReads(reqs2)-secretReads(reqs1), reqs2
 		cp2 := controlPlaneCPU()
 		res.ControlPlaneCPU[1], cp1 = cp2-cp1, cp2
 		res.SeriesAfterChurn = series(op.MetricsAddr)
@@ -264,11 +275,12 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if res.RestartAcked > time.Minute {
 		res.RestartCPUProfile = <-profiled // the whole minute was the restart's
 	}
-	reads3, err := secretReads(ctx, env.Config)
+	reqs3, err := apiRequests(ctx, env.Config)
 	if err != nil {
 		return res, err
 	}
-	res.SecretReads[2] = reads3 - reads1
+	res.SecretReads[2] = secretReads(reqs3) - secretReads(reqs1)
+	res.RestartRequests = busiest(reqs1, reqs3, 8)
 	res.ControlPlaneCPU[2] = controlPlaneCPU() - cp1
 	if res.RestartAckedBySink, err = lastAcks(ctx, env.Client, restarted); err != nil {
 		return res, err
@@ -560,36 +572,66 @@ spec:
   databaseSinkRefs: [pg]
   eventSinkRefs: [log]`
 
-// secretReads counts the API server's GET and LIST requests for Secrets
-// since it started, from its own metrics.
-func secretReads(ctx context.Context, cfg *rest.Config) (float64, error) {
+// apiRequests reads the API server's request counters since it started,
+// from its own metrics, keyed "VERB resource[/subresource]".
+func apiRequests(ctx context.Context, cfg *rest.Config) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("read the API server's metrics: %w", err)
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0.0
+	counts := map[string]float64{}
 	for _, m := range mfs["apiserver_request_total"].GetMetric() {
-		resource, verb := "", ""
+		var resource, sub, verb string
 		for _, l := range m.GetLabel() {
 			switch l.GetName() {
 			case "resource":
 				resource = l.GetValue()
+			case "subresource":
+				sub = l.GetValue()
 			case "verb":
 				verb = l.GetValue()
 			}
 		}
-		if resource == "secrets" && (verb == "GET" || verb == "LIST") {
-			total += m.GetCounter().GetValue()
+		key := verb + " " + resource
+		if sub != "" {
+			key += "/" + sub
+		}
+		counts[key] += m.GetCounter().GetValue()
+	}
+	return counts, nil
+}
+
+// secretReads are the Secret GETs and LISTs among counts.
+func secretReads(counts map[string]float64) float64 {
+	return counts["GET secrets"] + counts["LIST secrets"]
+}
+
+// busiest are the requests counted between before and after, most first,
+// at most n of them.
+func busiest(before, after map[string]float64, n int) []APIRequests {
+	var out []APIRequests
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out = append(out, APIRequests{Request: k, Count: d})
 		}
 	}
-	return total, nil
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Request < out[j].Request
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
 }

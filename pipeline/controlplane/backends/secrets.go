@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -59,7 +61,14 @@ func (r memoReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		held.DeepCopyInto(sec)
 		return nil
 	}
-	if err := r.Reader.Get(ctx, key, sec, opts...); err != nil {
+	// The API server's watch cache answers first (resourceVersion 0: no
+	// read from etcd, at most moments old, well within secretTTL); a
+	// Secret it does not hold yet, just created, is read from etcd.
+	err := r.Reader.Get(ctx, key, sec, append(opts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})...)
+	if apierrors.IsNotFound(err) {
+		err = r.Reader.Get(ctx, key, sec, opts...)
+	}
+	if err != nil {
 		return err
 	}
 	r.m.put(key, sec.DeepCopy())

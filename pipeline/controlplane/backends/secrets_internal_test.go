@@ -3,10 +3,12 @@ package backends
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -90,5 +92,49 @@ func TestSecretsAreReusedForAFewSeconds(t *testing.T) {
 	}
 	if under.reads != 2+4 {
 		t.Errorf("%d reads, want 6: failed reads and other kinds go through every time", under.reads)
+	}
+}
+
+// cacheLagReader is an API server whose watch cache has not seen the
+// Secret "new" yet: a read at resourceVersion 0 does not find it, a
+// quorum read does. It records the resourceVersion of every read.
+type cacheLagReader struct {
+	client.Reader
+	versions []string
+}
+
+func (c *cacheLagReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	var o client.GetOptions
+	o.ApplyOptions(opts)
+	rv := ""
+	if o.Raw != nil {
+		rv = o.Raw.ResourceVersion
+	}
+	c.versions = append(c.versions, rv)
+	if key.Name == "new" && rv == "0" {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	obj.(*corev1.Secret).Name = key.Name
+	return nil
+}
+
+// A Secret is read from the API server's watch cache, and from etcd only
+// when the cache does not hold it yet.
+func TestSecretsAreReadFromTheWatchCacheFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		versions []string
+	}{
+		{"cached", []string{"0"}},
+		{"new", []string{"0", ""}},
+	} {
+		under := &cacheLagReader{}
+		var s corev1.Secret
+		if err := newSecretMemo(time.Now).reader(under).Get(context.Background(), client.ObjectKey{Namespace: "a", Name: tc.name}, &s); err != nil || s.Name != tc.name {
+			t.Fatalf("%s: %v (%q)", tc.name, err, s.Name)
+		}
+		if !slices.Equal(under.versions, tc.versions) {
+			t.Errorf("%s: reads at resourceVersion %q, want %q", tc.name, under.versions, tc.versions)
+		}
 	}
 }
