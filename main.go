@@ -31,7 +31,9 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newRootCommand(os.Args[0]).Execute(); err != nil {
+	root := newRootCommand(os.Args[0])
+	root.SetArgs(commandLine(os.Args[0], os.Args[1:]))
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kollect:", err)
 		var exit *cli.ExitError
 		if errors.As(err, &exit) {
@@ -39,6 +41,17 @@ func main() {
 		}
 		os.Exit(2)
 	}
+}
+
+// commandLine is the command line the tree runs for a binary invoked as
+// argv0 with args. Invoked as manager (the image's /manager, which
+// upstream's Deployments, CSVs and kustomize overlays name as their
+// command, with only flags as arguments), it runs the manager.
+func commandLine(argv0 string, args []string) []string {
+	if filepath.Base(argv0) == "manager" {
+		return append([]string{"manager"}, args...)
+	}
+	return args
 }
 
 // newRootCommand builds the command tree; argv0 is how it was invoked:

@@ -70,3 +70,25 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Error("the plain binary calls itself a kubectl plugin")
 	}
 }
+
+// Invoked as /manager, as upstream's Deployment calls the image, the
+// binary is the manager: its flags come without a subcommand.
+func TestUpstreamManagerEntrypoint(t *testing.T) {
+	for _, tc := range []struct {
+		argv0 string
+		args  []string
+		want  string
+	}{
+		{"/manager", []string{"--version"}, version},
+		{"/manager", []string{"--help"}, "--leader-elect"},
+		{"/kollect", []string{"version"}, version},
+	} {
+		out, err := runAs(t, tc.argv0, commandLine(tc.argv0, tc.args)...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s %v: %v\n%s", tc.argv0, tc.args, err, out)
+		}
+	}
+	if out, err := runAs(t, "/manager", commandLine("/manager", []string{"--no-such-flag"})...); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+		t.Errorf("/manager --no-such-flag: %v\n%s", err, out)
+	}
+}

@@ -63,6 +63,7 @@ func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
 	defer rc.Close()
 	files := map[string][]byte{}
 	owners := map[string]int{}
+	links := map[string]string{}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -74,6 +75,12 @@ func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
 		}
 		b, _ := io.ReadAll(tr)
 		files[h.Name], owners[h.Name] = b, h.Uid
+		if h.Typeflag == tar.TypeLink {
+			links[h.Name] = h.Linkname
+		}
+	}
+	if links["manager"] != "kollect" {
+		t.Errorf("/manager links to %q, want the kollect binary (upstream's entrypoint)", links["manager"])
 	}
 	if !strings.Contains(string(files["etc/passwd"]), "nonroot:x:65532:65532:") || owners["home/nonroot/"] != 65532 {
 		t.Errorf("passwd %q, home owned by %d", files["etc/passwd"], owners["home/nonroot/"])
@@ -88,6 +95,15 @@ func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
 	v, err := exec.Command(extracted, "version").Output()
 	if err != nil || strings.TrimSpace(string(v)) != "v9.9.9-test" {
 		t.Fatalf("kollect version from the image: %q %v", v, err)
+	}
+	// Run by the link's name, with flags only, as upstream's Deployment
+	// runs /manager, it is the manager.
+	asManager := filepath.Join(dir, "manager")
+	if err := os.Link(extracted, asManager); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := exec.Command(asManager, "--version").Output(); err != nil || strings.TrimSpace(string(v)) != "v9.9.9-test" {
+		t.Fatalf("/manager --version from the image: %q %v", v, err)
 	}
 	// The OCI layout names the same image.
 	idx, err := layout.ImageIndexFromPath(filepath.Join(out, "oci"))
