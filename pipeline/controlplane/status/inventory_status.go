@@ -63,7 +63,7 @@ func (w *Writer) writeInventory(ctx context.Context, key Key) error {
 		return nil
 	}
 	w.observe(key, inv.Status.Conditions)
-	if _, err := Patch(ctx, w.c, &inv, base); err != nil {
+	if err := Patch(ctx, w.c, &inv, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&inv, base.Status.Conditions, inv.Status.Conditions)
@@ -118,7 +118,7 @@ func (w *Writer) writeClusterInventory(ctx context.Context, key Key, v Verdict, 
 		setCondition(&cs.Conditions, "ExportSucceeded", c.Status, c.Reason, c.Message, v.Generation)
 	}
 	w.observe(key, cs.Conditions)
-	if _, err := Patch(ctx, w.c, &ci, base); err != nil {
+	if err := Patch(ctx, w.c, &ci, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&ci, base.Status.Conditions, cs.Conditions)
@@ -153,6 +153,14 @@ func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *
 	return true
 }
 
+// lower is the smaller of two optional counts; nil is no count.
+func lower(a, b *int64) *int64 {
+	if a == nil || (b != nil && *b < *a) {
+		return b
+	}
+	return a
+}
+
 // stillHolds reports whether a sinkExports entry says its sink
 // acknowledged an export of generation gen.
 func stillHolds(e kollectv1alpha1.InventorySinkExportStatus, gen int64) bool {
@@ -181,9 +189,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
 			e.LastWrittenCount, e.LastExportBytes, e.LastExportParts = &w, &by, int32(b.Parts)
 			e.RejectedCount, e.RejectedKeys, e.RejectedReason = int32(b.Rejected), b.RejectedKeys, b.RejectedReason
-			if minCount == nil || n < *minCount {
-				minCount = &n
-			}
+			minCount = lower(minCount, &n)
 			if s.LastExportTime == nil || t.After(s.LastExportTime.Time) {
 				s.LastExportTime = &t
 			}
@@ -202,9 +208,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			// status keeps saying so. A restart changes nothing, in the
 			// sinks or in what status reports of them.
 			exported++
-			if minCount == nil || (e.ExportedCount != nil && *e.ExportedCount < *minCount) {
-				minCount = e.ExportedCount
-			}
+			minCount = lower(minCount, e.ExportedCount)
 		case b.LastExport.IsZero():
 			pending++
 			setCondition(&e.Conditions, TypeSynced, metav1.ConditionFalse, ReasonProgressing, "first export in progress", gen)

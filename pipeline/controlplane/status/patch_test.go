@@ -42,12 +42,11 @@ func TestPatchSendsOnlyAChange(t *testing.T) {
 		base := got.DeepCopy()
 		got.Status.ItemCount = tc.count
 		before := sent
-		did, err := status.Patch(ctx, c, &got, base)
-		if err != nil {
+		if err := status.Patch(ctx, c, &got, base); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if did != tc.sent || (sent > before) != tc.sent {
-			t.Errorf("%s: Patch reported %v and sent %d request(s), want sent=%v", tc.name, did, sent-before, tc.sent)
+		if (sent > before) != tc.sent {
+			t.Errorf("%s: Patch sent %d request(s), want sent=%v", tc.name, sent-before, tc.sent)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(inv), &got); err != nil || got.Status.ItemCount != tc.count {
 			t.Errorf("%s: stored itemCount %d (%v), want %d", tc.name, got.Status.ItemCount, err, tc.count)

@@ -101,7 +101,7 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 			return nil
 		}
 		w.observe(key, s.Conditions)
-		if _, err := Patch(ctx, w.c, &t, base); err != nil {
+		if err := Patch(ctx, w.c, &t, base); err != nil {
 			return err
 		}
 		w.announceTransitions(&t, base.Status.Conditions, s.Conditions)
@@ -129,7 +129,7 @@ func (w *Writer) writeTarget(ctx context.Context, key Key) error {
 		return nil
 	}
 	w.observe(key, s.Conditions)
-	if _, err := Patch(ctx, w.c, &t, base); err != nil {
+	if err := Patch(ctx, w.c, &t, base); err != nil {
 		return err
 	}
 	w.announceTransitions(&t, base.Status.Conditions, s.Conditions)

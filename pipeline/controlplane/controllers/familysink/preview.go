@@ -138,8 +138,7 @@ func ApplyPreview(ctx context.Context, c client.Client, obj client.Object, st *k
 		want.RenderedAt = &at
 	}
 	st.Preview = want
-	_, err := status.Patch(ctx, c, obj, base)
-	return err
+	return status.Patch(ctx, c, obj, base)
 }
 
 func sameContent(a, b *kollectv1alpha1.SinkPreviewStatus) bool {

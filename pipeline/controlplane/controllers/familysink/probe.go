@@ -60,7 +60,7 @@ func RecordProbe(ctx context.Context, c client.Client, obj client.Object, conds 
 		meta.RemoveStatusCondition(conds, TypeTLSInsecure)
 	}
 	*observed = gen
-	if _, err := status.Patch(ctx, c, obj, base); err != nil {
+	if err := status.Patch(ctx, c, obj, base); err != nil {
 		return reconcile.Result{}, err
 	}
 	announceProbe(rec, obj, before, *conds)
