@@ -65,14 +65,17 @@ func (sw *statusWatch) finish() []*unstructured.Unstructured {
 }
 
 // notSynced lists the versions whose status said anything but Synced=True,
-// in the object's own words.
+// in the object's own words. WaitingForTargets is not counted: a manager
+// that has just started may report, before its target has listed, that
+// it holds that target's rows, which is true and says nothing false of
+// what the sinks hold; "first export in progress" would.
 func notSynced(versions []*unstructured.Unstructured) []string {
 	var out []string
 	for _, u := range versions {
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			if m["type"] == "Synced" && m["status"] != "True" {
+			if m["type"] == "Synced" && m["status"] != "True" && m["reason"] != "WaitingForTargets" {
 				out = append(out, fmt.Sprintf("resourceVersion %s: Synced=%v/%v: %v", u.GetResourceVersion(), m["status"], m["reason"], m["message"]))
 			}
 		}
@@ -81,7 +84,8 @@ func notSynced(versions []*unstructured.Unstructured) []string {
 }
 
 // TestNotSyncedReadsEveryVersion keeps the check above honest: a version
-// that says Progressing is reported, a Synced one is not.
+// that says Progressing is reported, a Synced or WaitingForTargets one is
+// not.
 func TestNotSyncedReadsEveryVersion(t *testing.T) {
 	version := func(rv, status, reason string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
@@ -90,7 +94,8 @@ func TestNotSyncedReadsEveryVersion(t *testing.T) {
 		u.SetResourceVersion(rv)
 		return u
 	}
-	got := notSynced([]*unstructured.Unstructured{version("1", "True", "Exported"), version("2", "False", "Progressing"), version("3", "True", "Exported")})
+	got := notSynced([]*unstructured.Unstructured{version("1", "True", "Exported"), version("2", "False", "Progressing"),
+		version("3", "False", "WaitingForTargets"), version("4", "True", "Exported")})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "resourceVersion 2: Synced=False/Progressing") {
 		t.Fatalf("notSynced = %q", got)
 	}
