@@ -93,15 +93,21 @@ const (
 // MongoDB, BigQuery, NATS and Kafka) and the operator process that runs
 // it.
 type rig struct {
-	t     *testing.T
-	ns    string
-	dir   string
-	bare  string
-	pg    *pgtest.Server
-	db    *pgx.Conn
-	nats  *natstest.Server
-	kafka *kafkatest.Cluster
-	s3    *s3test.Server
+	t    *testing.T
+	ns   string
+	dir  string
+	bare string
+	// remote is the Git endpoint the sink is given: a symbolic link to
+	// bare, which an outage removes. A repository renamed away during a
+	// push would break the push's own git process (its lock files are
+	// absolute paths) and leave a lock behind, a fault of the test, not
+	// of a remote that is unreachable for a while.
+	remote string
+	pg     *pgtest.Server
+	db     *pgx.Conn
+	nats   *natstest.Server
+	kafka  *kafkatest.Cluster
+	s3     *s3test.Server
 	// s3proxy is the S3 sink's endpoint: it passes every request to s3
 	// unless a scenario makes it fail some.
 	s3proxy *sinktest.FaultProxy
@@ -124,7 +130,10 @@ func newRig(t *testing.T, ns string, args ...string) *rig {
 	r := &rig{t: t, ns: ns, dir: t.TempDir(), pg: pgtest.Start(t), nats: natstest.Start(t), kafka: kafkatest.Start(t), s3: s3test.Start(t),
 		gcs: gcstest.Start(t), az: azuretest.Start(t), lab: gitlabtest.Start(t), mongo: mongotest.Start(t), bq: bqtest.Start(t),
 		args: append([]string{"--leader-elect=false", "--export-batch-window=100ms", "--status-flush-interval=200ms", "--zap-log-level=info", "--enable-pprof"}, args...)}
-	r.bare = filepath.Join(r.dir, "inventory.git")
+	r.bare, r.remote = filepath.Join(r.dir, "inventory.git"), filepath.Join(r.dir, "remote.git")
+	if err := os.Symlink(r.bare, r.remote); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.s3.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +375,7 @@ func (r *rig) applyTo(c client.Client) {
 		r.t.Fatal(err)
 	}
 	bqKey, _ := json.Marshal(string(r.bqKey))
-	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.bare, "{{NATS}}", r.nats.URL(),
+	text := strings.NewReplacer("{{NS}}", r.ns, "{{DSN}}", r.pg.DSN(""), "{{BARE}}", r.remote, "{{NATS}}", r.nats.URL(),
 		"{{KAFKA}}", r.kafka.Brokers()[0],
 		"{{S3}}", r.s3proxy.URL, "{{S3KEY}}", s3test.AccessKey, "{{S3SECRET}}", s3test.SecretKey,
 		"{{GCS}}", r.gcs.URL, "{{AZ}}", r.az.URL, "{{AZACCOUNT}}", azuretest.Account, "{{AZKEY}}", azuretest.Key,

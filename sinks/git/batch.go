@@ -142,7 +142,7 @@ func (m *mirror) batch(rs []*request) {
 			}
 			return
 		}
-		if !isRejected(err) || time.Now().After(giveUp) {
+		if !isRejected(err) || isStaleLock(err) || time.Now().After(giveUp) {
 			for _, r := range rs {
 				r.done <- result{ack: sinks.Ack{Conflicts: conflicts}, err: err}
 			}

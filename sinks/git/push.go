@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -47,7 +48,7 @@ func (s *Sink) push(ctx context.Context, objects []plumbing.Hash, updates []refU
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return sinks.Permanent(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err))
 	}
-	return fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err)
+	return s.explainRefusal(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err), updates, time.Now())
 }
 
 func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates []refUpdate) (err error) {
