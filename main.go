@@ -3,10 +3,13 @@
 //	kollect manager   run the operator
 //	kollect collect   collect once with a kubeconfig and print the rows
 //	kollect validate  check manifests offline
+//	kollect pipeline  upstream kollect-pipeline's command line
 //	kollect version   print the version
 //
 // Installed on the PATH as kubectl-kollect, it is also a kubectl plugin:
-// kubectl kollect collect -f pipeline.yaml.
+// kubectl kollect collect -f pipeline.yaml. Invoked as kollect-pipeline it
+// is upstream's pipeline CLI (collect --config DIR), and as manager the
+// operator.
 package main
 
 import (
@@ -34,7 +37,7 @@ func main() {
 	root := newRootCommand(os.Args[0])
 	root.SetArgs(commandLine(os.Args[0], os.Args[1:]))
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "kollect:", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
 		var exit *cli.ExitError
 		if errors.As(err, &exit) {
 			os.Exit(exit.Code)
@@ -64,10 +67,14 @@ func newRootCommand(argv0 string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	if filepath.Base(argv0) == "kollect-pipeline" {
+		// Upstream's pipeline CLI, which its CI scripts call by name.
+		return cli.NewPipelineCommand("kollect-pipeline", version)
+	}
 	if filepath.Base(argv0) == "kubectl-kollect" {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kollect"}
 	}
-	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), cli.NewInitCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), cli.NewCollectCommand(), cli.NewValidateCommand(), cli.NewInitCommand(), cli.NewPipelineCommand("pipeline", version), newVersionCommand())
 	return root
 }
 

@@ -92,3 +92,26 @@ func TestUpstreamManagerEntrypoint(t *testing.T) {
 		t.Errorf("/manager --no-such-flag: %v\n%s", err, out)
 	}
 }
+
+// Invoked as kollect-pipeline, as upstream's CI scripts call its pipeline
+// CLI, the binary is that CLI: collect --config, validate --config, init.
+func TestUpstreamPipelineEntrypoint(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--version"}, version},
+		{[]string{"collect", "--help"}, "--config"},
+		{[]string{"validate", "--help"}, "--config"},
+		{[]string{"init", "--help"}, "--output-dir"},
+		{[]string{"completion", "bash"}, "kollect-pipeline"},
+	} {
+		out, err := runAs(t, "/usr/local/bin/kollect-pipeline", commandLine("/usr/local/bin/kollect-pipeline", tc.args)...)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("kollect-pipeline %v: %v\n%s", tc.args, err, out)
+		}
+	}
+	if out, err := run(t, "pipeline", "collect", "--help"); err != nil || !strings.Contains(out, "--output DIR|-") {
+		t.Errorf("kollect pipeline collect --help: %v\n%s", err, out)
+	}
+}

@@ -79,8 +79,10 @@ func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
 			links[h.Name] = h.Linkname
 		}
 	}
-	if links["manager"] != "kollect" {
-		t.Errorf("/manager links to %q, want the kollect binary (upstream's entrypoint)", links["manager"])
+	for _, name := range []string{"manager", "kollect-pipeline"} {
+		if links[name] != "kollect" {
+			t.Errorf("/%s links to %q, want the kollect binary (upstream's entrypoint)", name, links[name])
+		}
 	}
 	if !strings.Contains(string(files["etc/passwd"]), "nonroot:x:65532:65532:") || owners["home/nonroot/"] != 65532 {
 		t.Errorf("passwd %q, home owned by %d", files["etc/passwd"], owners["home/nonroot/"])
@@ -104,6 +106,13 @@ func TestImageLoadsAndItsBinaryRuns(t *testing.T) {
 	}
 	if v, err := exec.Command(asManager, "--version").Output(); err != nil || strings.TrimSpace(string(v)) != "v9.9.9-test" {
 		t.Fatalf("/manager --version from the image: %q %v", v, err)
+	}
+	asPipeline := filepath.Join(dir, "kollect-pipeline")
+	if err := os.Link(extracted, asPipeline); err != nil {
+		t.Fatal(err)
+	}
+	if help, err := exec.Command(asPipeline, "collect", "--help").Output(); err != nil || !strings.Contains(string(help), "--config") {
+		t.Fatalf("/kollect-pipeline collect --help from the image: %v\n%s", err, help)
 	}
 	// The OCI layout names the same image.
 	idx, err := layout.ImageIndexFromPath(filepath.Join(out, "oci"))

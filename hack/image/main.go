@@ -133,8 +133,9 @@ func Build(o Options) (string, error) {
 	return tag.String() + "@" + d.String(), nil
 }
 
-// rootfs is the image's one layer: the binary (also as /manager), the
-// non-root user's passwd and group entries, its home and /tmp.
+// rootfs is the image's one layer: the binary (also as /manager and
+// /kollect-pipeline), the non-root user's passwd and group entries, its
+// home and /tmp.
 func rootfs(bin []byte, at time.Time) ([]byte, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -165,11 +166,14 @@ func rootfs(bin []byte, at time.Time) ([]byte, error) {
 			return nil, err
 		}
 	}
-	// /manager is the same binary, which runs the manager when invoked by
-	// that name: upstream's Deployments and CSVs call the image's
-	// /manager with only flags.
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: "manager", Linkname: "kollect", Mode: 0o755, ModTime: at}); err != nil {
-		return nil, err
+	// /manager and /kollect-pipeline are the same binary, which runs as
+	// what it is invoked as: upstream's Deployments and CSVs call the
+	// image's /manager with only flags, and its CI jobs run
+	// /kollect-pipeline collect --config DIR.
+	for _, link := range []string{"manager", "kollect-pipeline"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: link, Linkname: "kollect", Mode: 0o755, ModTime: at}); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
