@@ -60,6 +60,10 @@ func render(t *testing.T, valueFiles ...string) []*unstructured.Unstructured {
 			args = append(args, "--api-versions", "cert-manager.io/v1")
 			continue
 		}
+		if strings.HasPrefix(f, "--set=") {
+			args = append(args, f)
+			continue
+		}
 		args = append(args, "-f", f)
 	}
 	out, err := helm(t, args...)
@@ -91,7 +95,7 @@ func kinds(objs []*unstructured.Unstructured) []string {
 }
 
 func TestLint(t *testing.T) {
-	for _, values := range [][]string{nil, {"testdata/all-on.yaml"}, {"testdata/tenant.yaml"}} {
+	for _, values := range [][]string{nil, {"testdata/all-on.yaml"}, {"testdata/tenant.yaml"}, {"testdata/upstream-values.yaml"}} {
 		args := []string{"lint", chart, "--strict"}
 		for _, v := range values {
 			args = append(args, "-f", v)
@@ -153,7 +157,8 @@ func TestRenderedObjectsApply(t *testing.T) {
 		return env.Client.List(ctx, &l)
 	})
 	for name, values := range map[string][]string{"default": nil, "all-on": {"testdata/all-on.yaml"}, "tenant": {"testdata/tenant.yaml"},
-		"cert-manager": {withCertManager}} {
+		"cert-manager": {withCertManager}, "upstream": {"testdata/upstream-values.yaml"},
+		"upstream, own namespace": {"testdata/upstream-values.yaml", "--set=createNamespace=true,metrics.bindAddress=:9090,oauth2Proxy.enabled=true"}} {
 		t.Run(name, func(t *testing.T) {
 			objs := render(t, values...)
 			for _, o := range objs {
@@ -188,6 +193,17 @@ func TestRenderedObjectsApply(t *testing.T) {
 				}
 				if slices.Contains(got, "ClusterRole/kollect-webhook-ca") {
 					t.Error("with cert-manager the operator needs no right on the webhook configuration")
+				}
+			case "upstream":
+				upstreamValuesMean(t, objs, "8443")
+				if slices.Contains(got, "Namespace/kollect-system") {
+					t.Error("createNamespace=false renders the namespace")
+				}
+			case "upstream, own namespace":
+				upstreamValuesMean(t, objs, "9090")
+				ns := objs[slices.Index(got, "Namespace/kollect-system")]
+				if ns.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+					t.Errorf("the release namespace must survive an uninstall: %v", ns.GetAnnotations())
 				}
 			case "tenant":
 				for _, k := range got {
@@ -354,4 +370,43 @@ func TestNothingLocksTheClusterOrWidensATenant(t *testing.T) {
 	}
 	_ = find("ClusterRole", "kollect-tenant")
 	_ = find("ClusterRoleBinding", "kollect-auth-delegator")
+}
+
+// upstreamValuesMean checks that an upstream values file keeps its
+// meaning: the metrics port of metrics.bindAddress on the flag, the
+// container and the Service, and the sample interval as a flag.
+func upstreamValuesMean(t *testing.T, objs []*unstructured.Unstructured, port string) {
+	t.Helper()
+	var args []string
+	var containerPort, servicePort string
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Deployment":
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			c := cs[0].(map[string]any)
+			a, _, _ := unstructured.NestedStringSlice(c, "args")
+			args = a
+			ps, _, _ := unstructured.NestedSlice(c, "ports")
+			for _, p := range ps {
+				if p.(map[string]any)["name"] == "metrics" {
+					containerPort = fmt.Sprint(p.(map[string]any)["containerPort"])
+				}
+			}
+		case o.GetKind() == "Service" && strings.HasSuffix(o.GetName(), "controller-manager"):
+			ps, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
+			for _, p := range ps {
+				if p.(map[string]any)["name"] == "metrics" {
+					servicePort = fmt.Sprint(p.(map[string]any)["port"])
+				}
+			}
+		}
+	}
+	for _, want := range []string{"--metrics-bind-address=:" + port, "--metrics-secure=true", "--collect-metrics-sample-interval=30s", "--leader-elect-lease-duration=30s"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("the manager's args lack %s: %v", want, args)
+		}
+	}
+	if containerPort != port || servicePort != port {
+		t.Errorf("metrics port: container %q, Service %q, want %s", containerPort, servicePort, port)
+	}
 }

@@ -75,3 +75,19 @@ allowed); otherwise the operator issues and renews its own. */}}
 {{- define "kollect.webhookConfiguration" -}}
 {{- printf "%s-validating-webhook-configuration" (include "kollect.fullname" .) -}}
 {{- end -}}
+
+{{/*
+The metrics port and address: upstream's metrics.bindAddress ([host]:port),
+when set, wins over metrics.port, so an upstream values file keeps its port.
+*/}}
+{{- define "kollect.metricsPort" -}}
+{{- if .Values.metrics.bindAddress -}}
+{{- splitList ":" .Values.metrics.bindAddress | last -}}
+{{- else -}}
+{{- .Values.metrics.port -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kollect.metricsBindAddress" -}}
+{{- .Values.metrics.bindAddress | default (printf ":%v" .Values.metrics.port) -}}
+{{- end -}}
