@@ -70,7 +70,10 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{URL: endpoint, Branch: branch, SinkName: name, MirrorDir: mirrorDir}
+	// A new mirror fetches one commit of the branch (cloneDepth, default
+	// 1, as upstream): an export needs the tip's tree, not the history,
+	// which grows with every export the remote ever took.
+	cfg := Config{URL: endpoint, Branch: branch, SinkName: name, MirrorDir: mirrorDir, CloneDepth: 1}
 	if secret != nil {
 		cfg.Username = string(secret["username"])
 		cfg.Token = string(secret["password"])
@@ -93,6 +96,9 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 	l := Layout{Format: format, Cluster: spec.Cluster, DocumentPath: spec.PathTemplate}
 	if g := spec.Git; g != nil {
 		cfg.CommitMessage, cfg.ForcePush = g.CommitMessage, g.PushPolicy == "ForcePush"
+		if g.CloneDepth > 0 {
+			cfg.CloneDepth = int(g.CloneDepth)
+		}
 		cfg.CommitBody, cfg.Trailers = g.CommitBody, g.CommitTrailers
 		if g.Author != nil {
 			cfg.AuthorName, cfg.AuthorEmail = g.Author.Name, g.Author.Email

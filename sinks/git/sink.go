@@ -44,6 +44,10 @@ type Config struct {
 	AllowPlainHTTPCredentials bool
 	SinkName                  string
 	MirrorDir                 string // local mirror; default a temp dir, removed on Close
+	// CloneDepth is how many commits of the branch a mirror's first fetch
+	// brings (spec.git.cloneDepth; 0: the whole history); later fetches
+	// bring what is new. Sinks sharing a mirror share its first fetch.
+	CloneDepth int
 	// GCEvery is how many commits pass between two collections of the
 	// mirror's garbage (default 200).
 	GCEvery int
@@ -347,12 +351,17 @@ func (s *Sink) remoteRef() plumbing.ReferenceName {
 }
 
 // fetch brings the remote branch tip into the mirror; an empty remote or a
-// missing branch gives the zero hash.
+// missing branch gives the zero hash. A mirror that has not fetched the
+// branch yet fetches CloneDepth commits of it.
 func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", s.cfg.Branch, s.remoteRef()))
 	ctx, cancel := s.transfer(ctx)
 	defer cancel()
-	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
+	opts := &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true}
+	if _, err := s.repo.Reference(s.remoteRef(), false); err != nil {
+		opts.Depth = s.cfg.CloneDepth
+	}
+	err := s.repo.FetchContext(ctx, opts)
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), isMissingRef(err):

@@ -243,6 +243,10 @@ spec: {type: git, endpoint: "https://github.com/example/inventory.git", pathTemp
 kind: KollectSnapshotSink
 metadata: {name: plain, namespace: team-b}
 spec: {type: git, endpoint: "http://git.example.com/inventory.git", secretRef: {name: git-credentials}}`, "", "plain http://"},
+		{"upstream's git CLI engine is accepted and says go-git pushes", `apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: cli-engine, namespace: team-b}
+spec: {type: git, endpoint: "https://git.example.com/inventory.git", git: {engine: cli, cloneDepth: 3}}`, "", "fetches and pushes with go-git"},
 		{"a connection test naming two sinks", `apiVersion: kollect.dev/v1alpha1
 kind: KollectConnectionTest
 metadata: {name: two, namespace: team-b}

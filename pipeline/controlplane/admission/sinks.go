@@ -76,6 +76,10 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 		if g.PushPolicy == "ForcePush" {
 			warnings = append(warnings, "spec.git.pushPolicy ForcePush rewrites the branch's history on every export")
 		}
+		if g.Engine == "cli" {
+			warnings = append(warnings, "spec.git.engine cli: Kollect fetches and pushes with go-git, whatever the engine (its image has no git binary, "+
+				"as upstream's distroless image had none); the commits and the branch are the same")
+		}
 	}
 	if ep := s.Spec.Endpoint; strings.HasPrefix(strings.ToLower(ep), "http://") && git.CredentialsRef(&s.Spec) != nil &&
 		!strings.EqualFold(s.Annotations[git.AllowPlainHTTPCredentials], "true") {
