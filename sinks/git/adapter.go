@@ -88,7 +88,12 @@ func FromSpec(name string, spec *kollectv1alpha1.KollectSnapshotSinkSpec, secret
 		}
 		cfg.KnownHosts = secret["known_hosts"]
 	}
-	cfg.InsecureHostKey = spec.TLS != nil && spec.TLS.InsecureSkipVerify
+	if t := spec.TLS; t != nil {
+		// One switch for both transports, as upstream: an https://
+		// remote's certificate, an ssh:// remote's host key. A CA from
+		// tls.caSecretRef is resolved by the caller into CABundle.
+		cfg.InsecureHostKey, cfg.InsecureSkipTLS, cfg.CABundle = t.InsecureSkipVerify, t.InsecureSkipVerify, t.CABundle
+	}
 	format := "yaml"
 	if spec.Serialization != nil && spec.Serialization.Format != "" {
 		format = strings.ToLower(spec.Serialization.Format)

@@ -58,7 +58,7 @@ func (r *request) key() string {
 func (s *Sink) credentialsKey() string {
 	c := s.cfg
 	sum := sha256.Sum256([]byte(c.Username + "\x00" + c.Token + "\x00" + string(c.SSHKey) + "\x00" + string(c.KnownHosts) + "\x00" +
-		fmt.Sprint(c.InsecureHostKey)))
+		fmt.Sprint(c.InsecureHostKey) + "\x00" + string(c.CABundle) + "\x00" + fmt.Sprint(c.InsecureSkipTLS)))
 	return hex.EncodeToString(sum[:])
 }
 

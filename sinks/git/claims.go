@@ -70,7 +70,8 @@ func (s *Sink) listRefs(ctx context.Context) ([]plumbing.ReferenceName, error) {
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.cfg.URL}})
 	tctx, cancel := s.transfer(ctx)
 	defer cancel()
-	listed, err := remote.ListContext(tctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL)})
+	listed, err := remote.ListContext(tctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL),
+		CABundle: s.cfg.CABundle, InsecureSkipTLS: s.cfg.InsecureSkipTLS})
 	switch {
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil, nil

@@ -2,7 +2,15 @@ package git_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -10,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
@@ -70,4 +79,70 @@ func TestHTTPRemoteWithTokenAuth(t *testing.T) {
 	if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("the error leaks the token: %v", err)
 	}
+}
+
+// A self-hosted remote behind an internal CA: untrusted without
+// tls.caBundle, trusted with it, and reached without verification only
+// with tls.insecureSkipVerify; probe, fetch and push alike.
+func TestHTTPSRemoteBehindAnInternalCA(t *testing.T) {
+	bare := remote(t)
+	gitCmd(t, bare, "config", "http.receivepack", "true")
+	plain := httpRemote(t, filepath.Dir(bare), "s3cret")
+	srv := httptest.NewTLSServer(plain.Config.Handler)
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/" + filepath.Base(bare)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for _, tc := range []struct {
+		name     string
+		ca       []byte
+		insecure bool
+		trusted  bool
+	}{
+		{"no CA", nil, false, false},
+		{"another CA", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: otherCert(t)}), false, false},
+		{"tls.caBundle", ca, false, true},
+		{"tls.insecureSkipVerify", nil, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := git.Config{URL: url, Token: "s3cret", CABundle: tc.ca, InsecureSkipTLS: tc.insecure, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}}
+			probeErr := git.Probe(context.Background(), cfg)
+			s, err := git.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, exportErr := s.Export(context.Background(), snap(row(t, "a", "x:"+tc.name)))
+			for what, err := range map[string]error{"probe": probeErr, "export": exportErr} {
+				switch {
+				case tc.trusted && err != nil:
+					t.Errorf("%s: %v", what, err)
+				case !tc.trusted && (err == nil || !strings.Contains(err.Error(), "certificate")):
+					t.Errorf("%s of an untrusted remote: want a certificate error, got %v", what, err)
+				}
+			}
+			if tc.trusted {
+				if got := gitCmd(t, bare, "show", "main:inventory/default/demo-inventory.json"); !strings.Contains(got, "x:"+tc.name) {
+					t.Errorf("the remote holds:\n%s", got)
+				}
+			}
+		})
+	}
+}
+
+// otherCert is a self-signed CA that did not sign the remote's
+// certificate (every httptest server shares one).
+func otherCert(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }

@@ -152,7 +152,8 @@ func (s *Sink) fetchRefs(ctx context.Context, refs []plumbing.ReferenceName) err
 	}
 	ctx, cancel := s.transfer(ctx)
 	defer cancel()
-	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true})
+	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true,
+		CABundle: s.cfg.CABundle, InsecureSkipTLS: s.cfg.InsecureSkipTLS})
 	switch {
 	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil

@@ -31,7 +31,8 @@ func Probe(ctx context.Context, cfg Config) error {
 		s.sshAuth = a
 	}
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{cfg.URL}})
-	_, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(cfg.URL)})
+	_, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.auth(), ProxyOptions: sshProxy(cfg.URL),
+		CABundle: cfg.CABundle, InsecureSkipTLS: cfg.InsecureSkipTLS})
 	if err == nil || errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil
 	}

@@ -57,6 +57,7 @@ func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates
 		return err
 	}
 	ep.Proxy = sshProxy(s.cfg.URL)
+	ep.CaBundle, ep.InsecureSkipTLS = s.cfg.CABundle, s.cfg.InsecureSkipTLS
 	c, err := client.NewClient(ep)
 	if err != nil {
 		return err

@@ -32,6 +32,13 @@ type Config struct {
 	KnownHosts []byte // known_hosts lines for ssh:// remotes
 	// InsecureHostKey skips SSH host-key checking (tls.insecureSkipVerify).
 	InsecureHostKey bool
+	// CABundle holds PEM roots an https:// remote's certificate may chain
+	// to, besides the system's (tls.caBundle or tls.caSecretRef): a
+	// self-hosted GitLab, Gitea or Bitbucket behind an internal CA.
+	CABundle []byte
+	// InsecureSkipTLS skips an https:// remote's certificate verification
+	// (tls.insecureSkipVerify).
+	InsecureSkipTLS bool
 	AuthorName      string // default kollect
 	AuthorEmail     string // default kollect@kollect.dev
 	CommitMessage   string // subject template
@@ -357,7 +364,8 @@ func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
 	spec := config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", s.cfg.Branch, s.remoteRef()))
 	ctx, cancel := s.transfer(ctx)
 	defer cancel()
-	opts := &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true}
+	opts := &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true,
+		CABundle: s.cfg.CABundle, InsecureSkipTLS: s.cfg.InsecureSkipTLS}
 	if _, err := s.repo.Reference(s.remoteRef(), false); err != nil {
 		opts.Depth = s.cfg.CloneDepth
 	}

@@ -43,6 +43,9 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
+	if len(creds.CA) > 0 {
+		cfg.CABundle = creds.CA // tls.caBundle, or the PEM tls.caSecretRef names
+	}
 	if env.Clients != nil && env.SharedDir != "" {
 		// One mirror per repository, whoever's sink names it. A backend
 		// without a shared directory (a probe's) keeps a mirror of its
