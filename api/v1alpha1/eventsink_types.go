@@ -21,6 +21,16 @@ type KollectEventSinkSpec struct {
 
 	SinkCommonFields `json:",inline"`
 
+	// messages is what a message carries. perRow (the default unless the
+	// operator's --event-messages says otherwise): one message per row
+	// change, keyed by the object, with upsert and delete. envelope:
+	// upstream's format, one message per export (per part of it) carrying
+	// the whole export envelope, keyed <cluster>/<namespace>, for
+	// consumers written for upstream.
+	// +optional
+	// +kubebuilder:validation:Enum=perRow;envelope
+	Messages string `json:"messages,omitempty"`
+
 	// nats configures type nats.
 	// +optional
 	NATS *NatsSpec `json:"nats,omitempty"`

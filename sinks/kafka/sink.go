@@ -29,6 +29,10 @@ type Config struct {
 	Cluster string
 	// Existing never creates the topic.
 	Existing bool
+	// Envelope publishes upstream's messages: one record per export (per
+	// part), the whole envelope keyed <cluster>/<namespace>, instead of
+	// one per row change (spec.messages: envelope).
+	Envelope bool
 	// Replay publishes every row on the first export instead of only what
 	// differs from what the topic already holds.
 	Replay bool
@@ -207,8 +211,9 @@ func (s *Sink) ensureTopic(ctx context.Context, cl *kgo.Client) error {
 }
 
 // KeepsTargets reports that a full export can leave kept targets' live
-// rows alone (no tombstone): every key names its target.
-func (s *Sink) KeepsTargets() bool { return true }
+// rows alone (no tombstone): every key names its target. An envelope holds
+// every target's rows, so in envelope mode it cannot.
+func (s *Sink) KeepsTargets() bool { return !s.cfg.Envelope }
 
 // Export produces one record per change and returns once every record is
 // acknowledged.
@@ -225,6 +230,9 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	}
 	if err := s.ensureTopic(ctx, cl); err != nil {
 		return sinks.Ack{}, err
+	}
+	if s.cfg.Envelope {
+		return s.exportEnvelopes(ctx, cl, d.Next)
 	}
 	scope := events.Scope{Cluster: s.cfg.Cluster, Inventory: d.Next.Inventory, Writer: s.cfg.Writer}
 	var recovered events.State
@@ -269,6 +277,27 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	}
 	s.replayed = true
 	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(recs), Bytes: bytes, Changed: len(recs) > 0, Rejected: rejected}, nil
+}
+
+// exportEnvelopes produces snap as upstream did: a record per part, the
+// envelope in it, no headers; nothing for an empty snapshot.
+func (s *Sink) exportEnvelopes(ctx context.Context, cl *kgo.Client, snap *rows.Snapshot) (sinks.Ack, error) {
+	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, maxRecordBytes, time.Now())
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	recs := make([]*kgo.Record, 0, len(msgs))
+	var bytes int64
+	for _, m := range msgs {
+		recs = append(recs, &kgo.Record{Key: []byte(m.Key), Value: m.Value})
+		bytes += int64(len(m.Key) + len(m.Value))
+	}
+	if len(recs) > 0 {
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return sinks.Ack{}, s.classify("produce", err)
+		}
+	}
+	return sinks.Ack{Rows: len(snap.Rows) - len(rejected), Written: len(recs), Bytes: bytes, Changed: len(recs) > 0, Rejected: rejected}, nil
 }
 
 // A record batch must fit the broker's max.message.bytes (1,048,588 by

@@ -29,6 +29,10 @@ type Config struct {
 	Cluster string
 	// Existing never creates or changes the stream.
 	Existing bool
+	// Envelope publishes upstream's messages: one per export (per part),
+	// the whole envelope, with a Nats-Msg-Id of its content, instead of
+	// one per row change (spec.messages: envelope).
+	Envelope bool
 	// Replay publishes every row on the first export instead of only what
 	// differs from what the stream already holds.
 	Replay bool
@@ -183,7 +187,7 @@ func (s *Sink) Probe(ctx context.Context) error {
 
 // KeepsTargets reports that a full export can leave kept targets' live
 // rows alone (no tombstone): every key names its target.
-func (s *Sink) KeepsTargets() bool { return true }
+func (s *Sink) KeepsTargets() bool { return !s.cfg.Envelope }
 
 // Export publishes one message per change and returns once the server has
 // acknowledged every one.
@@ -207,7 +211,12 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 			return sinks.Ack{}, err
 		}
 	}
-	ack, err := s.publish(ctx, apiCtx, js, st, d)
+	var ack sinks.Ack
+	if s.cfg.Envelope {
+		ack, err = s.publishEnvelopes(ctx, js, d.Next)
+	} else {
+		ack, err = s.publish(ctx, apiCtx, js, st, d)
+	}
 	// A failed export may mean the stream changed under us: check it again
 	// next time.
 	if err != nil {
@@ -276,6 +285,37 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	// Best effort: without a checkpoint, recovery reads more history.
 	_ = s.maybeCheckpoint(apiCtx, js, scope, d, len(rejected), len(futures), seq, reconciled, upto)
 	return sinks.Ack{Rows: len(d.Next.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
+}
+
+// publishEnvelopes publishes snap as upstream did: a message per part, the
+// envelope in it, its Nats-Msg-Id the hash of what it carries (so an
+// identical re-publish inside the duplicate window is dropped); nothing for
+// an empty snapshot.
+func (s *Sink) publishEnvelopes(ctx context.Context, js jetstream.JetStream, snap *rows.Snapshot) (sinks.Ack, error) {
+	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, js.Conn().MaxPayload()-128, time.Now()) // 128: the id header and framing
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	var bytes int64
+	for _, m := range msgs {
+		f, err := js.PublishMsgAsync(&natsgo.Msg{Subject: s.cfg.Subject, Data: m.Value}, jetstream.WithMsgID(m.ID))
+		if err != nil {
+			return sinks.Ack{}, s.classify("publish", err)
+		}
+		futures = append(futures, f)
+		bytes += int64(len(m.Value))
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return sinks.Ack{}, s.classify("publish", err)
+		case <-ctx.Done():
+			return sinks.Ack{}, fmt.Errorf("nats publish: waiting for acknowledgements: %w", ctx.Err())
+		}
+	}
+	return sinks.Ack{Rows: len(snap.Rows) - len(rejected), Written: len(futures), Bytes: bytes, Changed: len(futures) > 0, Rejected: rejected}, nil
 }
 
 // recover folds what the stream holds for scope: its checkpoint, when it

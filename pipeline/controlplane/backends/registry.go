@@ -65,6 +65,9 @@ type Env struct {
 	// Writer is this operator's writer id (Registry.Writer), for backends
 	// that record it themselves (event streams, in message headers).
 	Writer string
+	// EventMessages is what an event sink's messages carry when its
+	// spec.messages is unset (Registry.EventMessages).
+	EventMessages string
 	// Clients shares connection pools and broker clients among the
 	// backends of one server (nil: each backend opens its own, as a probe
 	// does).
@@ -99,6 +102,11 @@ type Registry struct {
 	// per inventory (sinks.Claims): the UID of its cluster's kube-system
 	// namespace unless --writer-id says otherwise; "" keeps no records.
 	Writer string
+	// EventMessages is what the messages of an event sink that does not set
+	// spec.messages carry: perRow ("" too) or envelope, upstream's format
+	// (--event-messages), so that a platform moving from upstream keeps its
+	// consumers without editing every sink.
+	EventMessages string
 	// Clients are the connections every backend the cache builds shares
 	// with the others of its server.
 	Clients *sinks.Clients
@@ -149,7 +157,7 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer})
+	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages})
 }
 
 // Kind returns a sink object's family and effective type: a

@@ -8,6 +8,7 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/nats"
 )
@@ -20,6 +21,7 @@ func natsType() Type {
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			s := obj.(*kollectv1alpha1.KollectEventSink)
 			cfg := nats.FromSpec(&s.Spec, creds.Data, creds.CA)
+			cfg.Envelope = envelopes(s, env)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
 			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
@@ -38,9 +40,20 @@ func kafkaType() Type {
 		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			s := obj.(*kollectv1alpha1.KollectEventSink)
 			cfg := kafka.FromSpec(&s.Spec, creds.Data, creds.CA)
+			cfg.Envelope = envelopes(s, env)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
 			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
 			return kafka.New(cfg)
 		}}
+}
+
+// envelopes reports whether an event sink publishes upstream's envelopes:
+// its spec.messages, else the operator's default.
+func envelopes(s *kollectv1alpha1.KollectEventSink, env Env) bool {
+	mode := s.Spec.Messages
+	if mode == "" {
+		mode = env.EventMessages
+	}
+	return mode == events.Envelope
 }

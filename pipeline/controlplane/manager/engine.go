@@ -103,7 +103,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Git over HTTP(S) dials through the same guard as every other backend.
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
-	registry.AllowAmbient = o.AllowAmbientCredentials
+	registry.AllowAmbient, registry.EventMessages = o.AllowAmbientCredentials, o.EventMessages
 	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
 		return err
 	}

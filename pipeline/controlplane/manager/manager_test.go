@@ -137,6 +137,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"non-positive export cap", []string{"--max-export-bytes=0"}, "--max-export-bytes"},
 		{"writer id", []string{"--writer-id=cluster-a.eu_1"}, ""},
 		{"writer id that is no ref segment", []string{"--writer-id=a/b"}, "--writer-id"},
+		{"upstream's event envelopes", []string{"--event-messages=envelope"}, ""},
+		{"an unknown event message format", []string{"--event-messages=batch"}, "--event-messages"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,6 +56,7 @@ type Options struct {
 	ExportTimeout            time.Duration
 	ExportTimeoutPerRow      time.Duration
 	WriterID                 string
+	EventMessages            string
 	ConcurrentTarget         int
 	ConcurrentInventory      int
 	// APIQPS and APIBurst bound the operator's requests to the API server
@@ -134,6 +135,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ExportTimeoutPerRow, "export-timeout-per-row", 10*time.Millisecond, "What each row of the snapshot adds to --export-timeout (20,000 rows: 200 s more), so a large first export or deletion can finish; the sum is capped at one hour.")
 	fs.StringVar(&o.WriterID, "writer-id", "", "This operator's name in the writer record each sink keeps per inventory, which stops two clusters that share a sink and an inventory name "+
 		"without distinct spec.cluster values from deleting each other's rows (the second is refused, with a condition): empty reads the UID of the kube-system namespace; none keeps no records. Letters, digits, '.', '_' and '-'.")
+	fs.StringVar(&o.EventMessages, "event-messages", "perRow", "What the messages of an event sink without spec.messages carry: perRow (one per row change) or envelope "+
+		"(upstream's format: one per export carrying the whole envelope, keyed <cluster>/<namespace>), for consumers written for upstream.")
 	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it is set aside (status rejectedKeys) and the rest exported.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
@@ -189,6 +192,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WriterID != "" && !writerIDPattern.MatchString(o.WriterID) {
 		errs = append(errs, fmt.Errorf("--writer-id must be 1 to 128 letters, digits, '.', '_' or '-', not %q", o.WriterID))
+	}
+	if o.EventMessages != "perRow" && o.EventMessages != "envelope" {
+		errs = append(errs, fmt.Errorf("--event-messages must be perRow or envelope, not %q", o.EventMessages))
 	}
 	if o.MaxExportBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-export-bytes must be positive, not %d", o.MaxExportBytes))
