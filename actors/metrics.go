@@ -17,6 +17,7 @@ type Metrics struct {
 	circuit   *prometheus.GaugeVec
 	exportDur *prometheus.HistogramVec
 	exportB   *prometheus.CounterVec
+	spill     prometheus.Counter
 	conflicts *prometheus.CounterVec
 	sinkErrs  *prometheus.CounterVec
 	written   *prometheus.CounterVec
@@ -51,6 +52,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"sink_type"}),
 		exportB: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_bytes_total",
 			Help: "Bytes the backends acknowledged."}, []string{"sink_type"}),
+		spill: prometheus.NewCounter(prometheus.CounterOpts{Name: "kollect_export_spill_warn_total",
+			Help: "Acknowledged exports of 1 MiB or more (upstream's spill warning, which it declared and never counted)."}),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_export_conflicts_total",
 			Help: "Writes another writer beat that an export redid: a Git push rebuilt on the branch's new tip (a fleet's clusters sharing a repository)."}, []string{"sink_type"}),
 		sinkErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_errors_total",
@@ -84,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Per-event processing time (selection, extraction, row update), averaged over each batch a target actor drains.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
 	}
-	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.conflicts, m.sinkErrs,
+	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.spill, m.conflicts, m.sinkErrs,
 		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.paced, m.parts, m.queue, m.blocked, m.dispatch)
 	return m
 }
@@ -201,7 +204,13 @@ func (m *Metrics) Export(sinkType string, seconds float64, conflicts int, bytes 
 		return
 	}
 	m.exportB.WithLabelValues(sinkType).Add(float64(bytes))
+	if bytes >= spillWarnBytes {
+		m.spill.Inc()
+	}
 }
+
+// spillWarnBytes is upstream's spill-warning size (SEMANTICS §4.1).
+const spillWarnBytes = 1 << 20
 
 // InventoryItems records an inventory's row count; a negative count drops
 // the series (the inventory stopped).

@@ -104,6 +104,9 @@ type Shard struct {
 	Namespace string
 	Items     int
 	Targets   int
+	// Checksum is the items fingerprint (rows.Checksum) of the shard's
+	// rows in the last snapshot built, "" before the first.
+	Checksum string
 }
 
 // Reporter receives reports; it must not block.
@@ -164,6 +167,9 @@ type actorState struct {
 	// holding is set while bindings export the targets that listed and
 	// hold the rows of those that have not (exportHolding).
 	holding bool
+	// shardSums are the shard checksums of the last snapshot built
+	// (cluster inventories), by target namespace.
+	shardSums map[string]string
 }
 
 // maxHold bounds how long an export that is due waits for a target's
@@ -415,6 +421,9 @@ func (a *actorState) export(ctx actor.Context) {
 	}
 	start := time.Now()
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
+	if a.cfg.Shards {
+		a.shardSums = shardChecksums(snap.Rows)
+	}
 	built := time.Now()
 	a.budget.Spend(built.Sub(start), built)
 	for _, b := range a.bindings {
@@ -554,6 +563,9 @@ func (a *actorState) sendReport() {
 	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()
+		for i := range rep.Shards {
+			rep.Shards[i].Checksum = a.shardSums[rep.Shards[i].Namespace]
+		}
 	}
 	for _, bc := range a.cfg.Bindings {
 		if b := a.bindings[bc.Key]; b != nil {

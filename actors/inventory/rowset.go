@@ -392,3 +392,20 @@ func (s *rowSet) shards() []Shard {
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
 	return out
 }
+
+// shardChecksums fingerprints each target namespace's rows of a snapshot:
+// canonical order starts with the target namespace, so each shard's rows
+// are one run, hashed in their order (SEMANTICS §7: the shard checksum is
+// the items fingerprint of its rows).
+func shardChecksums(rs []*rows.Row) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && rs[j].TargetNamespace == rs[i].TargetNamespace {
+			j++
+		}
+		out[rs[i].TargetNamespace] = rows.Checksum(rs[i:j])
+		i = j
+	}
+	return out
+}

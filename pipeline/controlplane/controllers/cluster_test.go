@@ -110,6 +110,20 @@ spec: {snapshotSinkRefs: [team-git]}
 		if s, r, m := condition(ci, "Ready"); s != "True" || r != "Exported" || n != 2 || shards != 2 || targets != 1 {
 			return fmt.Errorf("cluster inventory Ready=%s/%s %s items=%d shards=%d targets=%d", s, r, m, n, shards, targets)
 		}
+		// Each shard carries its rows' fingerprint: 64 hex digits, one
+		// per shard (each holds a different row).
+		list, _, _ := unstructured.NestedSlice(ci.Object, "status", "namespaceShards")
+		sums := map[string]bool{}
+		for _, sh := range list {
+			sum, _ := sh.(map[string]any)["checksum"].(string)
+			if len(sum) != 64 {
+				return fmt.Errorf("shard %v has no checksum", sh)
+			}
+			sums[sum] = true
+		}
+		if len(sums) != 2 {
+			return fmt.Errorf("namespaceShards %v: want two distinct checksums", list)
+		}
 		return nil
 	})
 

@@ -21,6 +21,8 @@ type Metrics struct {
 	inFlight  *prometheus.GaugeVec
 	errs      *prometheus.CounterVec
 	connTests *prometheus.CounterVec
+	refs      *prometheus.CounterVec
+	mapErrs   *prometheus.CounterVec
 }
 
 // NewMetrics registers the reconcile series with reg.
@@ -37,8 +39,54 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		connTests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_connection_test_total",
 			Help: "Sink connection probes by sink type and result."}, []string{"type", "result"}),
 	}
-	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests)
+	m.refs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_static_ref_resolution_total",
+		Help: "Resolutions of profile and sink references by kind, reference type and result (ok, not_found, forbidden)."}, []string{"kind", "ref_type", "result"})
+	m.mapErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_watch_map_list_errors_total",
+		Help: "Failed lists inside watch mappings (a changed object whose dependents could not be found)."}, []string{"controller", "watch"})
+	// Upstream's caches of access reviews and namespace fingerprints have
+	// no counterpart here (Kollect reviews no access per object, and its
+	// actors keep rows instead of fingerprints): the series exist, at 0,
+	// so upstream's dashboards and queries resolve.
+	access := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_access_cache_total",
+		Help: "Upstream's SelfSubjectAccessReview cache use; always 0: Kollect makes no per-object access reviews."}, []string{"result"})
+	fingerprints := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_namespace_fingerprint_cache_total",
+		Help: "Upstream's namespace fingerprint cache use; always 0: inventory actors keep their rows and need none."}, []string{"controller", "result"})
+	for _, result := range []string{"hit", "miss"} {
+		access.WithLabelValues(result)
+		for _, c := range []string{"kollectinventory", "kollectclusterinventory"} {
+			fingerprints.WithLabelValues(c, result)
+		}
+	}
+	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests, m.refs, m.mapErrs, access, fingerprints)
 	return m
+}
+
+// RefResolved counts the resolution of a reference of refType (profile,
+// snapshot, database, event) by kind; errors other than NotFound and
+// Forbidden (a transient read) are not a result and are not counted.
+func (m *Metrics) RefResolved(kind, refType string, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		result = "not_found"
+	case apierrors.IsForbidden(err):
+		result = "forbidden"
+	default:
+		return
+	}
+	m.refs.WithLabelValues(kind, refType, result).Inc()
+}
+
+// MapListFailed counts a failed list inside controller's watch mapping.
+func (m *Metrics) MapListFailed(controller, watch string) {
+	if m == nil {
+		return
+	}
+	m.mapErrs.WithLabelValues(controller, watch).Inc()
 }
 
 // kinds maps controller names to the kinds they reconcile.

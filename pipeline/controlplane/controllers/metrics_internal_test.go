@@ -8,9 +8,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/sinks"
 )
 
@@ -40,5 +45,40 @@ func TestReconcileErrorsAreClassified(t *testing.T) {
 	_, _ = ok.Reconcile(context.Background(), reconcile.Request{})
 	if n := testutil.CollectAndCount(m.errs); n != 3 {
 		t.Errorf("%d error series, want 3 (a success counts none)", n)
+	}
+}
+
+// A reference resolution counts under upstream's results; a transient read
+// error is no result.
+func TestReferenceResolutionsAreCounted(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	gr := schema.GroupResource{Group: "kollect.dev", Resource: "kollectprofiles"}
+	for _, err := range []error{nil, nil, apierrors.NewNotFound(gr, "p"), apierrors.NewForbidden(gr, "p", errors.New("no")), errors.New("timeout")} {
+		m.RefResolved("KollectTarget", "profile", err)
+	}
+	for result, want := range map[string]float64{"ok": 2, "not_found": 1, "forbidden": 1} {
+		if got := testutil.ToFloat64(m.refs.WithLabelValues("KollectTarget", "profile", result)); got != want {
+			t.Errorf("result %s: %v, want %v", result, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.refs); n != 3 {
+		t.Errorf("%d series, want 3 (a transient error is not a result)", n)
+	}
+}
+
+// A watch mapping whose list fails enqueues nothing and is counted under
+// the controller and the watched kind.
+func TestFailedWatchListsAreCounted(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("the cache is not started")
+		}}).Build()
+	scope := &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s"}}
+	if reqs := m.listIn(context.Background(), "kollectinventory", c, &kollectv1alpha1.KollectInventoryList{}, scope, "team"); reqs != nil {
+		t.Fatalf("a failed list enqueued %v", reqs)
+	}
+	if got := testutil.ToFloat64(m.mapErrs.WithLabelValues("kollectinventory", "KollectScope")); got != 1 {
+		t.Errorf("kollect_watch_map_list_errors_total{kollectinventory,KollectScope} = %v, want 1", got)
 	}
 }

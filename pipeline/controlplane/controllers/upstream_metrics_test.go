@@ -41,6 +41,13 @@ spec:
   profileRef: counted-configmaps
   labelSelector: {matchLabels: {app: counted}}
 ---
+`+namespaceYAML("upstream-typo", "")+`---
+apiVersion: kollect.dev/v1alpha1
+kind: KollectTarget
+metadata: {name: typo, namespace: upstream-typo}
+spec:
+  profileRef: no-such-profile
+---
 apiVersion: kollect.dev/v1alpha1
 kind: KollectSnapshotSink
 metadata: {name: unreachable, namespace: upstream}
@@ -77,6 +84,23 @@ spec:
 		}
 		if v, ok := value(m, `kollect_sink_connection_test_total{result="failure",type="s3"}`); !ok || v < 1 {
 			return fmt.Errorf("kollect_sink_connection_test_total (s3 failure) %v %v", v, ok)
+		}
+		// References resolved, found and not.
+		for _, series := range []string{`kollect_static_ref_resolution_total{kind="KollectTarget",ref_type="profile",result="ok"}`,
+			`kollect_static_ref_resolution_total{kind="KollectTarget",ref_type="profile",result="not_found"}`,
+			`kollect_static_ref_resolution_total{kind="KollectInventory",ref_type="snapshot",result="ok"}`} {
+			if v, ok := value(m, series); !ok || v < 1 {
+				return fmt.Errorf("%s %v %v", series, v, ok)
+			}
+		}
+		// Upstream's caches Kollect has no counterpart of, and its size
+		// warnings: present, so upstream's queries resolve.
+		for _, series := range []string{`kollect_access_cache_total{result="hit"}`, `kollect_access_cache_total{result="miss"}`,
+			`kollect_namespace_fingerprint_cache_total{controller="kollectinventory",result="hit"}`,
+			"kollect_export_spill_warn_total", "kollect_export_shard_warn_total"} {
+			if _, ok := value(m, series); !ok {
+				return fmt.Errorf("%s is not exported", series)
+			}
 		}
 		return nil
 	})

@@ -107,7 +107,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
 		return err
 	}
-	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow,
+	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow, Metrics: cm,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: c, Engine: eng, Status: writer, Metrics: cm,
 		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},

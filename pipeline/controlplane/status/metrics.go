@@ -40,7 +40,7 @@ type collectedSeries struct {
 
 // RegisterMetrics publishes the writer's series with reg.
 func (w *Writer) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{w.degraded, w.collected, w.series, w.series.capped} {
+	for _, c := range []prometheus.Collector{w.degraded, w.collected, w.series, w.series.capped, w.shardWarns} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ type Writer struct {
 	collectedBy    map[Key]collectedSeries
 	collectedSum   map[[2]string]collectedTotal
 	series         *profileSeries
+	shardWarns     prometheus.Counter
 
 	// Events, when set, records Warning events on inventories whose sinks
 	// set rows aside.
@@ -107,7 +108,8 @@ func NewWriter(c client.Client, interval time.Duration) *Writer {
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
 		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{},
 		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}, collectedSum: map[[2]string]collectedTotal{},
-		series: newProfileSeries()}
+		series: newProfileSeries(), shardWarns: prometheus.NewCounter(prometheus.CounterOpts{Name: "kollect_export_shard_warn_total",
+			Help: "Inventory reconciles that found 1800 rows or more (ExportShardWarning)."})}
 }
 
 // Source is the event source of a kind's status controller
@@ -149,7 +151,11 @@ func (w *Writer) Write(ctx context.Context, key Key, v Verdict) error {
 	if key.isTarget() {
 		w.target(key).verdict = &v
 	} else {
-		w.inventory(key).verdict = &v
+		st := w.inventory(key)
+		st.verdict = &v
+		if st.report != nil && st.report.ItemCount >= ShardWarningRows {
+			w.shardWarns.Inc()
+		}
 	}
 	w.mu.Unlock()
 	return w.Refresh(ctx, key)

@@ -76,6 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectClusterInventoryList
 	if err := r.Client.List(ctx, &list); err != nil {
+		r.Metrics.MapListFailed("kollectclusterinventory", "all")
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -207,7 +208,7 @@ func identity(ci *kollectv1alpha1.KollectClusterInventory) rows.Identity {
 
 func bindings(ci *kollectv1alpha1.KollectClusterInventory) inventory.Bindings {
 	sinkNS := sinkNamespace(ci)
-	return inventory.Bindings{Owner: "cluster/" + ci.Name, Refs: ci.Spec.SinkRefs,
+	return inventory.Bindings{Owner: "cluster/" + ci.Name, OwnerKind: "KollectClusterInventory", Refs: ci.Spec.SinkRefs,
 		SinkNamespace: func(ref kollectv1alpha1.InventorySinkRef) string {
 			if ref.Namespace != "" {
 				return ref.Namespace

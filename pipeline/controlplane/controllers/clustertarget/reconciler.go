@@ -69,6 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectClusterTargetList
 	if err := r.Client.List(ctx, &list); err != nil {
+		r.Metrics.MapListFailed("kollectclustertarget", "all")
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -128,7 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return degrade(v.Reason, v.Message)
 	}
 	var p kollectv1alpha1.KollectProfile
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: pref.Namespace, Name: pref.Name}, &p); err != nil {
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: pref.Namespace, Name: pref.Name}, &p)
+	r.Metrics.RefResolved("KollectClusterTarget", "profile", err)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return degrade(target.ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", pref.Name, pref.Namespace))
 		}

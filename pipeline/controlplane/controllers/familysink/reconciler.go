@@ -97,7 +97,7 @@ func Setup(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventR
 		r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, New: f.new}
 		err := ctrl.NewControllerManagedBy(mgr).Named(f.name).
 			For(f.obj, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
-			Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, f.list)).
+			Watches(&kollectv1alpha1.KollectScope{}, m.AllIn(f.name, r.Client, f.list)).
 			Complete(m.Instrument(f.name, r))
 		if err != nil {
 			return fmt.Errorf("set up %s controller: %w", f.name, err)

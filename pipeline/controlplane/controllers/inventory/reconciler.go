@@ -70,7 +70,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler; sink changes requeue the
 // inventories of their namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	toInventories := controllers.AllIn(r.Client, &kollectv1alpha1.KollectInventoryList{})
+	toInventories := r.Metrics.AllIn("kollectinventory", r.Client, &kollectv1alpha1.KollectInventoryList{})
 	if err := controllers.StatusController(mgr, "kollectinventory", status.Inventory, r.Status, r.Tuning); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A cluster target is expected only where its selection may
 		// collect: a namespace's labels decide that for its inventories.
 		b = b.Watches(&kollectv1alpha1.KollectClusterTarget{}, toInventories, builder.WithPredicates(controllers.SpecChanged())).
-			Watches(&corev1.Namespace{}, controllers.Inside(r.Client, &kollectv1alpha1.KollectInventoryList{}),
+			Watches(&corev1.Namespace{}, r.Metrics.Inside("kollectinventory", r.Client, &kollectv1alpha1.KollectInventoryList{}),
 				builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
 	return b.
@@ -175,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) bindings(inv *kollectv1alpha1.KollectInventory) Bindings {
-	return Bindings{Owner: inv.Namespace + "/" + inv.Name, Refs: inv.Spec.SinkRefs,
+	return Bindings{Owner: inv.Namespace + "/" + inv.Name, OwnerKind: "KollectInventory", Refs: inv.Spec.SinkRefs,
 		SinkNamespace: func(kollectv1alpha1.InventorySinkRef) string { return inv.Namespace }, Interval: string(inv.Spec.ExportMinInterval),
 		MaxBytes: inv.Spec.MaxExportBytes}
 }

@@ -12,6 +12,7 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/controlplane/controllers"
 )
 
 // Resolver turns an inventory's sink references into bindings. It is
@@ -25,13 +26,18 @@ type Resolver struct {
 	// Timeout and TimeoutPerRow bound each export (0: the sink actor's
 	// defaults): see sink.Config.
 	Timeout, TimeoutPerRow time.Duration
+	// Metrics counts the references resolved (nil: none).
+	Metrics *controllers.Metrics
 }
 
 // Bindings describes what to resolve: the owner ("namespace/name", which
 // keys backends and metrics), its references, where each referenced sink
 // lives and the owner's default interval.
 type Bindings struct {
-	Owner         string
+	Owner string
+	// OwnerKind is the owner's kind (KollectInventory or
+	// KollectClusterInventory), for metrics.
+	OwnerKind     string
 	Refs          kollectv1alpha1.SinkRefs
 	SinkNamespace func(ref kollectv1alpha1.InventorySinkRef) string
 	Interval      string
@@ -51,7 +57,7 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 	for _, fam := range families(b.Refs) {
 		for _, ref := range fam.refs {
 			obj := fam.obj()
-			if reason, err := r.get(ctx, b.SinkNamespace(ref), ref.Name, fam.kind, obj); err != nil {
+			if reason, err := r.get(ctx, b.OwnerKind, b.SinkNamespace(ref), ref.Name, fam.kind, obj); err != nil {
 				return nil, reason, err
 			}
 			key := fam.family + "/" + ref.Name
@@ -98,8 +104,12 @@ func sinkInterval(obj client.Object) string {
 	return ""
 }
 
-func (r *Resolver) get(ctx context.Context, ns, name, kind string, obj client.Object) (string, error) {
+// refTypes are the ref_type labels of the sink kinds.
+var refTypes = map[string]string{"KollectSnapshotSink": "snapshot", "KollectDatabaseSink": "database", "KollectEventSink": "event"}
+
+func (r *Resolver) get(ctx context.Context, owner, ns, name, kind string, obj client.Object) (string, error) {
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	r.Metrics.RefResolved(owner, refTypes[kind], err)
 	switch {
 	case err == nil:
 		return "", nil

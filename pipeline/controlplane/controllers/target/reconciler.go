@@ -134,7 +134,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&kollectv1alpha1.KollectTarget{}, builder.WithPredicates(controllers.SpecChanged())).
 		Watches(&kollectv1alpha1.KollectProfile{}, handler.EnqueueRequestsFromMapFunc(r.targetsOfProfile)).
 		// A scope change re-checks every target of its namespace.
-		Watches(&kollectv1alpha1.KollectScope{}, controllers.AllIn(r.Client, &kollectv1alpha1.KollectTargetList{})).
+		Watches(&kollectv1alpha1.KollectScope{}, r.Metrics.AllIn("kollecttarget", r.Client, &kollectv1alpha1.KollectTargetList{})).
 		// Namespace changes arrive as events, for the targets whose
 		// matched namespaces (and so status, or scope verdict) they move.
 		WatchesRawSource(controllers.NamespaceChanges(r.Namespaces, "kollecttarget", r.members)).
@@ -162,6 +162,7 @@ func ProfileMetrics(p *kollectv1alpha1.KollectProfile, attributeLabels bool) []t
 func (r *Reconciler) targetsOfProfile(ctx context.Context, o client.Object) []reconcile.Request {
 	var list kollectv1alpha1.KollectTargetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{profileRefIndex: o.GetName()}); err != nil {
+		r.Metrics.MapListFailed("kollecttarget", "KollectProfile")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -212,7 +213,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return degrade(ReasonMissingProfileRef, "spec.profileRef is empty")
 	}
 	var p kollectv1alpha1.KollectProfile
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProfileRef}, &p); err != nil {
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProfileRef}, &p)
+	r.Metrics.RefResolved("KollectTarget", "profile", err)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return degrade(ReasonProfileNotFound, fmt.Sprintf("KollectProfile %q not found in namespace %q", t.Spec.ProfileRef, t.Namespace))
 		}
