@@ -7,6 +7,7 @@ package helm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -408,5 +410,59 @@ func upstreamValuesMean(t *testing.T, objs []*unstructured.Unstructured, port st
 	}
 	if containerPort != port || servicePort != port {
 		t.Errorf("metrics port: container %q, Service %q, want %s", containerPort, servicePort, port)
+	}
+}
+
+// docs/migrating.md lists every value of upstream's chart
+// (testdata/upstream-values.yaml holds them all), and every value it
+// lists is one the schema accepts.
+func TestMigratingListsEveryUpstreamValue(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/migrating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Chart values\n")
+	if !ok {
+		t.Fatal(`docs/migrating.md has no "## Chart values"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	listed := map[string]bool{}
+	names := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		for _, m := range names.FindAllStringSubmatch(cells[1], -1) {
+			listed[m[1]] = true
+		}
+	}
+	var upstream map[string]any
+	b, err := os.ReadFile("testdata/upstream-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := utilyaml.Unmarshal(b, &upstream); err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties map[string]any `json:"properties"`
+	}
+	b, err = os.ReadFile(filepath.Join(chart, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for key := range upstream {
+		if !listed[key] {
+			t.Errorf("docs/migrating.md does not list upstream's value %s", key)
+		}
+	}
+	for key := range listed {
+		if _, ok := schema.Properties[key]; !ok {
+			t.Errorf("docs/migrating.md lists %s, which values.schema.json does not accept", key)
+		}
 	}
 }
