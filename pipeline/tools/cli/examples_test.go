@@ -1,0 +1,227 @@
+package cli_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kollect.dev/kollect/pipeline/tools/manifests"
+	"kollect.dev/kollect/pipeline/tools/validate"
+)
+
+const examples = "../../../docs/examples"
+
+// applyFile creates every object of a manifest file (dry-run only: the
+// server validates them, strictly, and stores nothing).
+func applyFile(t *testing.T, file string, opts ...client.CreateOption) {
+	t.Helper()
+	objs, err := manifests.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o, opts...); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: %s %s: %v", file, o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// helmRelease is a Secret as Helm 3 stores a release: the release as
+// gzipped JSON, base64-encoded, in data.release.
+func helmRelease(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	rel, _ := json.Marshal(map[string]any{"name": name, "namespace": ns, "version": 3,
+		"info":  map[string]any{"status": "deployed"},
+		"chart": map[string]any{"metadata": map[string]any{"name": "storefront", "version": "1.4.2", "appVersion": "2.0.0"}},
+		"config": map[string]any{"password": "not-exported"}})
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write(rel)
+	_ = w.Close()
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+		"metadata": map[string]any{"name": "sh.helm.release.v1." + name + ".v3", "namespace": ns,
+			"labels": map[string]any{"owner": "helm", "status": "deployed", "name": name}},
+		"data": map[string]any{"release": base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString(gz.Bytes())))}}}
+}
+
+// TestExamplesCollectWhatTheySay: every example in docs/examples is valid
+// offline; each catalogue example, collected with kollect collect against
+// a cluster holding one object of its kind, gives the attributes its
+// comments promise; the tenant and fleet setups apply to the API server
+// (dry run, strict fields).
+func TestExamplesCollectWhatTheySay(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(examples, "*.yaml"))
+	if err != nil || len(files) < 8 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		res, err := validate.Paths(context.Background(), []string{f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Invalid() {
+			t.Errorf("%s: %v", f, res.Problems)
+		}
+	}
+
+	ctx := context.Background()
+	kubeconfig, _ := setup(t)
+	applyFile(t, "testdata/thirdparty-crds.yaml")
+	for _, ns := range []string{"shop", "argocd", "flux-system", "team-a", "kollect-system"} {
+		_ = env.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}})
+	}
+	fixtures := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: storefront, namespace: shop, labels: {app: storefront}}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: storefront}}
+  template:
+    metadata: {labels: {app: storefront}}
+    spec:
+      containers:
+      - {name: web, image: 'registry.example.com/storefront@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}
+      - {name: proxy, image: 'envoyproxy/envoy:v1.31'}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: storefront, namespace: shop}
+spec:
+  type: ClusterIP
+  selector: {app: storefront}
+  ports: [{name: http, port: 80, protocol: TCP}, {name: https, port: 443, protocol: TCP}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: storefront, namespace: shop}
+spec:
+  ingressClassName: nginx
+  tls: [{hosts: [shop.example.com], secretName: shop-tls}]
+  rules:
+  - host: shop.example.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: storefront, port: {number: 80}}}}]}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: shop-tls, namespace: shop}
+spec:
+  dnsNames: [shop.example.com]
+  secretName: shop-tls
+  issuerRef: {kind: ClusterIssuer, name: letsencrypt}
+status:
+  notAfter: '2027-03-01T00:00:00Z'
+  conditions: [{type: Ready, status: 'True'}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: storefront, namespace: argocd}
+spec:
+  source: {repoURL: 'https://git.example.com/shop/deploy.git', path: storefront}
+  destination: {server: 'https://kubernetes.default.svc', namespace: shop}
+status:
+  sync: {status: Synced, revision: 4f2c1ab}
+  health: {status: Healthy}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  sourceRef: {kind: GitRepository, name: flux-system}
+  path: ./apps
+status:
+  lastAppliedRevision: main@sha1:9b1e
+  conditions: [{type: Ready, status: 'True'}]
+`
+	fixtureFile := filepath.Join(t.TempDir(), "fixtures.yaml")
+	if err := os.WriteFile(fixtureFile, []byte(fixtures), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The third-party kinds are served once their CRDs are established.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var l unstructured.UnstructuredList
+		l.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+		l.SetKind("KustomizationList")
+		if err := env.Client.List(ctx, &l); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the stand-in CRDs are not served: %v", err)
+		}
+	}
+	applyFile(t, fixtureFile)
+	if err := env.Client.Create(ctx, helmRelease(t, "shop", "storefront")); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		file string
+		want map[string][]string // Kind/name → JSON fragments of its row
+	}{
+		{"deployments-images.yaml", map[string][]string{"Deployment/storefront": {`"replicas":3`, `"pinned":false`,
+			`"images":["registry.example.com/storefront@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","envoyproxy/envoy:v1.31"]`}}},
+		{"ingress-services.yaml", map[string][]string{"Ingress/storefront": {`"hosts":["shop.example.com"]`, `"backends":[["storefront"]]`, `"class":"nginx"`, `"tls":true`},
+			"Service/storefront": {`"ports":["80/TCP","443/TCP"]`, `"type":"ClusterIP"`}}},
+		{"cert-manager-certificates.yaml", map[string][]string{"Certificate/shop-tls": {`"notAfter":"2027-03-01T00:00:00Z"`, `"ready":"True"`, `"issuer":"ClusterIssuer/letsencrypt"`}}},
+		{"argocd-applications.yaml", map[string][]string{"Application/storefront": {`"sync":"Synced"`, `"health":"Healthy"`, `"destination":"shop"`, `"revision":"4f2c1ab"`}}},
+		{"flux-kustomizations.yaml", map[string][]string{"Kustomization/apps": {`"source":"GitRepository/flux-system"`, `"applied":"main@sha1:9b1e"`, `"ready":"True"`}}},
+		{"helm-releases.yaml", map[string][]string{"Secret/sh.helm.release.v1.storefront.v3": {`"chart":"storefront"`, `"chartVersion":"1.4.2"`, `"status":"deployed"`, `"revision":3`}}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			out, stderr, err := run("--kubeconfig", kubeconfig, "-f", filepath.Join(examples, tc.file), "-o", "ndjson")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if strings.Contains(out, "not-exported") {
+				t.Fatal("a Helm release's values reached a row")
+			}
+			for name, fragments := range tc.want {
+				row := findRow(t, out, name)
+				for _, f := range fragments {
+					if !strings.Contains(row, f) {
+						t.Errorf("%s: row of %s lacks %s:\n%s", tc.file, name, f, row)
+					}
+				}
+			}
+		})
+	}
+
+	for _, f := range []string{"tenant.yaml", "fleet.yaml"} {
+		applyFile(t, filepath.Join(examples, f), client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict))
+	}
+}
+
+// findRow returns the JSON of the row of object kindName (Kind/name) in
+// ndjson records.
+func findRow(t *testing.T, ndjson, kindName string) string {
+	t.Helper()
+	kind, name, _ := strings.Cut(kindName, "/")
+	for _, line := range strings.Split(strings.TrimSpace(ndjson), "\n") {
+		var rec struct {
+			Envelope struct {
+				Items []json.RawMessage `json:"items"`
+			} `json:"envelope"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range rec.Envelope.Items {
+			if strings.Contains(string(it), fmt.Sprintf(`"name":%q`, name)) && strings.Contains(string(it), fmt.Sprintf(`"kind":%q`, kind)) {
+				return string(it)
+			}
+		}
+	}
+	t.Fatalf("no row of %s in:\n%s", kindName, ndjson)
+	return ""
+}
