@@ -39,6 +39,9 @@ type collectOptions struct {
 	contexts                                       []string
 	allNamespaces, watch, dryRun                   bool
 	files                                          []string
+	// from: collect over these manifest files or folders instead of a
+	// cluster.
+	from []string
 }
 
 // NewCollectCommand builds `kollect collect`.
@@ -79,6 +82,7 @@ input; with several contexts, the worst of theirs.`,
 	f.StringVar(&o.outputDir, "output-dir", "", "Write each target's export envelope under this folder (the local sink): inventory/<namespace>/<name>.yaml, under <context>/ when several contexts are collected. A file whose rows are unchanged is left alone.")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Collect and report what --sink or --output-dir would be sent; write nothing and connect to no sink.")
 	f.BoolVarP(&o.watch, "watch", "w", false, "After the first collection, keep watching and print (or export) every change until interrupted.")
+	f.StringSliceVar(&o.from, "from", nil, "Collect over the objects in these manifest files or folders (a GitOps repository, rendered charts) instead of a cluster: the same selection, extraction and sinks, no kubeconfig. Objects without a namespace go to -n (default \"default\"); rows carry the cluster \"manifests\" unless a sink sets spec.cluster.")
 	return cmd
 }
 
@@ -110,13 +114,15 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 	if o.kubeconfig != "" {
 		loading.ExplicitPath = o.kubeconfig
 	}
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).RawConfig()
-	if err != nil {
-		return fatal("kubeconfig: %v", err)
-	}
-	contexts, err := matchContexts(raw, o.contexts)
-	if err != nil {
-		return fatal("%v", err)
+	contexts := []string{fromContext}
+	if len(o.from) == 0 {
+		raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).RawConfig()
+		if err != nil {
+			return fatal("kubeconfig: %v", err)
+		}
+		if contexts, err = matchContexts(raw, o.contexts); err != nil {
+			return fatal("%v", err)
+		}
 	}
 	several := len(contexts) > 1
 	if several && o.watch {
@@ -147,7 +153,12 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 		if sink != nil {
 			cluster = sink.cluster(name)
 		}
-		res := o.collectContext(ctx, cfg, loading, name, cluster, log)
+		var res *contextRun
+		if len(o.from) > 0 {
+			res = o.collectFiles(ctx, cfg, name, cluster, log)
+		} else {
+			res = o.collectContext(ctx, cfg, loading, name, cluster, log)
+		}
 		if res.err == nil {
 			switch {
 			case sink != nil && o.watch:
@@ -210,6 +221,9 @@ func (o collectOptions) check() error {
 	}
 	if o.dryRun && o.watch {
 		return fatal("--dry-run and --watch exclude each other")
+	}
+	if len(o.from) > 0 && (o.watch || len(o.contexts) > 0 || o.kubeconfig != "" || o.allNamespaces) {
+		return fatal("--from reads manifests, not a cluster: it does not go with --watch, --context, --kubeconfig or -A")
 	}
 	return nil
 }

@@ -132,9 +132,17 @@ func (o collectOptions) collectContext(ctx context.Context, cfg *Config, loading
 		return res
 	}
 	res.c = &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log)}
+	res.collect(ctx, cfg, log)
+	return res
+}
+
+// collect lists and evaluates every target of cfg with the run's
+// collector.
+func (res *contextRun) collect(ctx context.Context, cfg *Config, log io.Writer) {
+	name, cluster := res.name, res.cluster
 	if err := res.c.loadNamespaces(ctx); err != nil {
 		res.err = err
-		return res
+		return
 	}
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
@@ -147,7 +155,6 @@ func (o collectOptions) collectContext(ctx context.Context, cfg *Config, loading
 		res.runs = append(res.runs, tr)
 		res.records = append(res.records, tr.record(name, cluster))
 	}
-	return res
 }
 
 // exportTo sends each target's snapshot to the sink (a backend of its
