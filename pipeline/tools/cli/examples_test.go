@@ -1,13 +1,11 @@
 package cli_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,24 +37,6 @@ func applyFile(t *testing.T, file string, opts ...client.CreateOption) {
 	}
 }
 
-// helmRelease is a Secret as Helm 3 stores a release: the release as
-// gzipped JSON, base64-encoded, in data.release.
-func helmRelease(t *testing.T, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	rel, _ := json.Marshal(map[string]any{"name": name, "namespace": ns, "version": 3,
-		"info":   map[string]any{"status": "deployed"},
-		"chart":  map[string]any{"metadata": map[string]any{"name": "storefront", "version": "1.4.2", "appVersion": "2.0.0"}},
-		"config": map[string]any{"password": "not-exported"}})
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	_, _ = w.Write(rel)
-	_ = w.Close()
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-		"metadata": map[string]any{"name": "sh.helm.release.v1." + name + ".v3", "namespace": ns,
-			"labels": map[string]any{"owner": "helm", "status": "deployed", "name": name}},
-		"data": map[string]any{"release": base64.StdEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString(gz.Bytes())))}}}
-}
-
 // TestExamplesCollectWhatTheySay: every example in docs/examples is valid
 // offline; each catalogue example, collected with kollect collect against
 // a cluster holding one object of its kind, gives the attributes its
@@ -83,72 +63,6 @@ func TestExamplesCollectWhatTheySay(t *testing.T) {
 	for _, ns := range []string{"shop", "argocd", "flux-system", "team-a", "kollect-system"} {
 		_ = env.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}})
 	}
-	fixtures := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: storefront, namespace: shop, labels: {app: storefront}}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: storefront}}
-  template:
-    metadata: {labels: {app: storefront}}
-    spec:
-      containers:
-      - {name: web, image: 'registry.example.com/storefront@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'}
-      - {name: proxy, image: 'envoyproxy/envoy:v1.31'}
----
-apiVersion: v1
-kind: Service
-metadata: {name: storefront, namespace: shop}
-spec:
-  type: ClusterIP
-  selector: {app: storefront}
-  ports: [{name: http, port: 80, protocol: TCP}, {name: https, port: 443, protocol: TCP}]
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: storefront, namespace: shop}
-spec:
-  ingressClassName: nginx
-  tls: [{hosts: [shop.example.com], secretName: shop-tls}]
-  rules:
-  - host: shop.example.com
-    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: storefront, port: {number: 80}}}}]}
----
-apiVersion: cert-manager.io/v1
-kind: Certificate
-metadata: {name: shop-tls, namespace: shop}
-spec:
-  dnsNames: [shop.example.com]
-  secretName: shop-tls
-  issuerRef: {kind: ClusterIssuer, name: letsencrypt}
-status:
-  notAfter: '2027-03-01T00:00:00Z'
-  conditions: [{type: Ready, status: 'True'}]
----
-apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata: {name: storefront, namespace: argocd}
-spec:
-  source: {repoURL: 'https://git.example.com/shop/deploy.git', path: storefront}
-  destination: {server: 'https://kubernetes.default.svc', namespace: shop}
-status:
-  sync: {status: Synced, revision: 4f2c1ab}
-  health: {status: Healthy}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: apps, namespace: flux-system}
-spec:
-  sourceRef: {kind: GitRepository, name: flux-system}
-  path: ./apps
-status:
-  lastAppliedRevision: main@sha1:9b1e
-  conditions: [{type: Ready, status: 'True'}]
-`
-	fixtureFile := filepath.Join(t.TempDir(), "fixtures.yaml")
-	if err := os.WriteFile(fixtureFile, []byte(fixtures), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// The third-party kinds are served once their CRDs are established.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		var l unstructured.UnstructuredList
@@ -160,10 +74,7 @@ status:
 			t.Fatalf("the stand-in CRDs are not served: %v", err)
 		}
 	}
-	applyFile(t, fixtureFile)
-	if err := env.Client.Create(ctx, helmRelease(t, "shop", "storefront")); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	applyFile(t, filepath.Join(examples, "manifests", "cluster.yaml"))
 
 	for _, tc := range []struct {
 		file string
@@ -319,5 +230,48 @@ data: {a: b}
 		if exitCode(err) != 2 || !strings.Contains(err.Error(), "--from reads manifests") {
 			t.Errorf("--from with %v: want exit 2, got %v", args, err)
 		}
+	}
+}
+
+// Several targets into one file-per-row Git sink: each target is its own
+// inventory there, and one's export never removes another's files (a
+// backend shared by the targets took each export for the previous
+// target's next one).
+func TestSeveralTargetsIntoOneGitSinkKeepEachOthersFiles(t *testing.T) {
+	bare := filepath.Join(t.TempDir(), "inventory.git")
+	if out, err := exec.Command("git", "init", "--bare", "-q", "-b", "main", bare).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	sink := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(sink, []byte(`apiVersion: kollect.dev/v1alpha1
+kind: KollectSnapshotSink
+metadata: {name: inventory, namespace: shop}
+spec:
+  type: git
+  endpoint: file://`+bare+`
+  layout: {mode: perResource, content: attributes}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--from", filepath.Join(examples, "manifests"), "--sink", sink}
+	for _, f := range []string{"deployments-images.yaml", "ingress-services.yaml", "helm-releases.yaml"} {
+		args = append(args, "-f", filepath.Join(examples, f))
+	}
+	for range 2 { // the second run finds everything in place: no commit
+		if out, stderr, err := run(args...); err != nil || !strings.Contains(out, "exported 4 target(s)") {
+			t.Fatalf("%v\n%s%s", err, out, stderr)
+		}
+	}
+	files, err := exec.Command("git", "--git-dir", bare, "ls-tree", "-r", "--name-only", "main").CombinedOutput()
+	if err != nil {
+		t.Fatal(string(files))
+	}
+	want := "manifests/shop/deployment/storefront.yaml\nmanifests/shop/ingress/storefront.yaml\n" +
+		"manifests/shop/secret/sh.helm.release.v1.storefront.v3.yaml\nmanifests/shop/service/storefront.yaml\n"
+	if string(files) != want {
+		t.Errorf("the repository holds:\n%s\nwant:\n%s", files, want)
+	}
+	if n, _ := exec.Command("git", "--git-dir", bare, "rev-list", "--count", "main").Output(); strings.TrimSpace(string(n)) != "4" {
+		t.Errorf("%s commits, want one per target and none for the unchanged second run", n)
 	}
 }

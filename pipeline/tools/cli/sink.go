@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 
@@ -16,15 +17,20 @@ import (
 	"kollect.dev/kollect/sinks"
 )
 
-// sinkOutput is where --sink sends each target's snapshot: the backend the
-// operator's registry builds for the sink, fed the delta from what it was
-// last sent for that target (the first export is a full reconcile).
+// sinkOutput is where --sink sends each target's snapshot: a backend the
+// operator's registry builds for the sink per target, as the operator
+// builds one per inventory (a backend remembers what its inventory holds:
+// one shared by two targets would take the second's export as the first's
+// next one and delete the first's files), fed the delta from what it was
+// last sent (the first export is a full reconcile).
 type sinkOutput struct {
-	name    string
-	cluster string
-	backend sinks.Backend
-	state   string
-	last    map[string]*rows.Snapshot
+	name     string
+	cluster  string
+	sf       *sinkFile
+	obj      client.Object // the sink, with the rows' cluster
+	state    string
+	backends map[string]sinks.Backend
+	last     map[string]*rows.Snapshot
 }
 
 // envRef is a Secret value that names an environment variable.
@@ -100,12 +106,29 @@ func (sf *sinkFile) open(ctx context.Context, cluster string) (*sinkOutput, erro
 	if err != nil {
 		return nil, err
 	}
-	b, err := sf.registry.Build(ctx, obj, sf.creds, state)
-	if err != nil {
-		os.RemoveAll(state)
-		return nil, fmt.Errorf("--sink %s: %w", sf.file, err)
+	out := &sinkOutput{name: sf.name(), cluster: cluster, sf: sf, obj: obj, state: state,
+		backends: map[string]sinks.Backend{}, last: map[string]*rows.Snapshot{}}
+	// The sink is checked now, before anything is collected into it.
+	if _, err := out.backend(ctx, "check"); err != nil {
+		out.close()
+		return nil, err
 	}
-	return &sinkOutput{name: sf.name(), cluster: cluster, backend: b, state: state, last: map[string]*rows.Snapshot{}}, nil
+	return out, nil
+}
+
+// backend is the target's backend (key namespace/name), built on first
+// use in a state directory of its own.
+func (o *sinkOutput) backend(ctx context.Context, key string) (sinks.Backend, error) {
+	if b := o.backends[key]; b != nil {
+		return b, nil
+	}
+	dir := filepath.Join(o.state, fmt.Sprint(len(o.backends)))
+	b, err := o.sf.registry.Build(ctx, o.obj, o.sf.creds, dir)
+	if err != nil {
+		return nil, fmt.Errorf("--sink %s: %w", o.sf.file, err)
+	}
+	o.backends[key] = b
+	return b, nil
 }
 
 func commonOf(o client.Object) *kollectv1alpha1.SinkCommonFields {
@@ -161,7 +184,11 @@ func sinkSecret(s client.Object, ref *kollectv1alpha1.SecretReference, sets ...*
 // sent for it.
 func (o *sinkOutput) export(ctx context.Context, snap *rows.Snapshot) error {
 	key := snap.Inventory.Namespace + "/" + snap.Inventory.Name
-	if _, err := o.backend.Export(ctx, rows.Diff(o.last[key], snap)); err != nil {
+	b, err := o.backend(ctx, key)
+	if err != nil {
+		return err
+	}
+	if _, err := b.Export(ctx, rows.Diff(o.last[key], snap)); err != nil {
 		return err
 	}
 	o.last[key] = snap
@@ -169,8 +196,10 @@ func (o *sinkOutput) export(ctx context.Context, snap *rows.Snapshot) error {
 }
 
 func (o *sinkOutput) close() {
-	if c, ok := o.backend.(interface{ Close() }); ok {
-		c.Close()
+	for _, b := range o.backends {
+		if c, ok := b.(interface{ Close() }); ok {
+			c.Close()
+		}
 	}
 	os.RemoveAll(o.state)
 }
