@@ -7,6 +7,9 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // gcEvery is how many pushes (a batch of exports each) a mirror makes
@@ -22,11 +25,99 @@ const gcEvery = 200
 // the mirror remembers is its last pushed commit and owned record, which
 // its branch and owned ref reach.
 func (s *Sink) collectGarbage() error {
-	err := s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
+	shallow, err := s.repo.Storer.Shallow()
+	if err != nil {
+		return fmt.Errorf("git mirror gc: read the shallow boundary: %w", err)
+	}
+	if len(shallow) > 0 {
+		return pruneShallow(s.repo, shallow, time.Now())
+	}
+	err = s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
 	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
 		return fmt.Errorf("git mirror gc: %w", err)
 	}
 	return nil
+}
+
+// pruneShallow is go-git's Prune for a mirror fetched with a depth
+// (cloneDepth): go-git walks every commit's parents and fails at the
+// first one the fetch left out, so the garbage of a shallow mirror was
+// never collected. This walk stops at the shallow boundary; everything
+// else is as go-git does: mark what the refs reach, delete the loose
+// objects older than now that nothing reaches.
+func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Time) error {
+	los, ok := r.Storer.(storer.LooseObjectStorer)
+	if !ok {
+		return nil
+	}
+	edge := make(map[plumbing.Hash]bool, len(boundary))
+	for _, h := range boundary {
+		edge[h] = true
+	}
+	seen := map[plumbing.Hash]bool{}
+	var walk func(h plumbing.Hash) error
+	walk = func(h plumbing.Hash) error {
+		if seen[h] {
+			return nil
+		}
+		seen[h] = true
+		obj, err := object.GetObject(r.Storer, h)
+		if err != nil {
+			return fmt.Errorf("git mirror gc: read %s: %w", h, err)
+		}
+		switch o := obj.(type) {
+		case *object.Commit:
+			if err := walk(o.TreeHash); err != nil {
+				return err
+			}
+			if edge[h] {
+				return nil // its parents were never fetched
+			}
+			for _, p := range o.ParentHashes {
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		case *object.Tree:
+			for _, e := range o.Entries {
+				switch {
+				case e.Mode == filemode.Submodule: // another repository's commit
+				case e.Mode.IsFile():
+					seen[e.Hash] = true
+				default:
+					if err := walk(e.Hash); err != nil {
+						return err
+					}
+				}
+			}
+		case *object.Tag:
+			return walk(o.Target)
+		}
+		return nil
+	}
+	refs, err := r.Storer.IterReferences()
+	if err != nil {
+		return fmt.Errorf("git mirror gc: %w", err)
+	}
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		return walk(ref.Hash())
+	})
+	refs.Close()
+	if err != nil {
+		return err
+	}
+	return los.ForEachObjectHash(func(h plumbing.Hash) error {
+		if seen[h] {
+			return nil
+		}
+		if t, err := los.LooseObjectTime(h); err != nil || !t.Before(before) {
+			return nil // packed, just deleted, or written after the walk began
+		}
+		return r.DeleteObject(h)
+	})
 }
 
 // maybeCollectGarbage counts a push of the mirror and, every

@@ -31,11 +31,15 @@ func TestTheMirrorsGarbageIsCollected(t *testing.T) {
 		name    string
 		every   int
 		garbage bool
-	}{{"collected every commit", 1, false}, {"not yet due", 1000, true}} {
+		depth   int // CloneDepth: a shallow mirror is collected as well
+	}{{"collected every commit", 1, false, 0}, {"not yet due", 1000, true, 0}, {"a shallow mirror", 1, false, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			bare := remote(t)
+			if tc.depth > 0 {
+				bare = longRemote(t, 5) // a history the mirror does not fetch
+			}
 			mirror := t.TempDir()
-			s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: mirror, GCEvery: tc.every,
+			s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: mirror, GCEvery: tc.every, CloneDepth: tc.depth,
 				Layout: git.Layout{Mode: "perResource", Content: "attributes", ItemPath: "apps/{sourceName}{extension}"}})
 			if err != nil {
 				t.Fatal(err)
@@ -53,6 +57,11 @@ func TestTheMirrorsGarbageIsCollected(t *testing.T) {
 			gitCmd(t, bare, "update-ref", "refs/heads/main", seed) // a force-push back to the seed
 			if _, err := s.Export(ctx, snap(row(t, "web", "web:4"))); err != nil {
 				t.Fatal(err)
+			}
+			if shallow := exec.Command("git", "--git-dir", mirror, "rev-parse", "--is-shallow-repository"); tc.depth > 0 {
+				if out, _ := shallow.Output(); strings.TrimSpace(string(out)) != "true" {
+					t.Fatalf("the mirror is not shallow: %s", out)
+				}
 			}
 			left := unreachable(t, mirror)
 			if tc.garbage != (len(left) > 0) {
