@@ -3,7 +3,9 @@ package git
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -53,6 +55,9 @@ type mirror struct {
 
 // openMirror opens (or creates) the mirror of url in dir.
 func openMirror(dir, url string) (*mirror, error) {
+	if err := dropTornRefs(dir); err != nil {
+		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
 	// A small object cache: go-git's default keeps up to 96 MiB of objects
 	// alive, and a push walks every object of the tree.
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
@@ -123,4 +128,32 @@ func acquireMirror(cfg Config) (*mirror, func(), error) {
 	}
 	var once sync.Once
 	return m, func() { once.Do(func() { m.users.Add(-1); release() }) }, nil
+}
+
+// dropTornRefs removes the empty ref files of a mirror. go-git writes a
+// ref in place (truncate, then write), so a process killed in between
+// leaves the file empty, and every later read of the refs fails ("ref
+// file is empty"): the restarted operator could never fetch again. A
+// mirror's refs are what the remote and its last fetch said; one dropped
+// here comes back with the next fetch (the remote's branch, the owned
+// records), and a HEAD that was torn is written again.
+func dropTornRefs(dir string) error {
+	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil && fi.Size() == 0 {
+		if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/master\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	err := filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if fi, err := d.Info(); err == nil && fi.Size() == 0 {
+			return os.Remove(p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a new mirror
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package git_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,49 @@ func TestASharedMirrorKeepsWhatAnotherRecordReaches(t *testing.T) {
 	unreachable(t, dir)
 	if got := gitCmd(t, bare, "show", "main:apps/web.yaml"); !strings.Contains(got, "b:2") {
 		t.Fatalf("the branch holds %q, want b's last export", got)
+	}
+}
+
+// A process killed while go-git rewrote a ref (it truncates, then writes)
+// leaves the ref file empty, and every read of the mirror's refs failed
+// ("ref file is empty"): the restarted operator never fetched again. The
+// mirror drops torn refs when it opens; the next fetch brings them back.
+func TestAMirrorWithTornRefsHeals(t *testing.T) {
+	bare := remote(t)
+	mirror := t.TempDir()
+	cfg := git.Config{URL: "file://" + bare, MirrorDir: mirror, Layout: git.Layout{Mode: "perResource", Content: "attributes"}}
+	s, err := git.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Export(ctx, snap(row(t, "web", "web:1"))); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	torn := 0
+	_ = filepath.WalkDir(filepath.Join(mirror, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			torn++
+			return os.Truncate(p, 0)
+		}
+		return nil
+	})
+	if err := os.Truncate(filepath.Join(mirror, "HEAD"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if torn == 0 {
+		t.Fatal("the mirror holds no loose ref to tear")
+	}
+	s, err = git.New(cfg) // the restarted operator, on the same mirror
+	if err != nil {
+		t.Fatalf("open a mirror with %d torn refs: %v", torn, err)
+	}
+	defer s.Close()
+	if _, err := s.Export(ctx, snap(row(t, "web", "web:2"))); err != nil {
+		t.Fatalf("export through a mirror with %d torn refs: %v", torn, err)
+	}
+	if got := gitCmd(t, bare, "show", "main:"+findFile(t, bare, "web")); !strings.Contains(got, "web:2") {
+		t.Fatalf("the remote holds:\n%s", got)
 	}
 }
