@@ -209,7 +209,8 @@ func (m *Metrics) Export(sinkType string, seconds float64, conflicts int, bytes 
 	}
 }
 
-// spillWarnBytes is upstream's spill-warning size (SEMANTICS §4.1).
+// spillWarnBytes is upstream's spill-warning size: it warned of exports
+// of 1 MiB or more.
 const spillWarnBytes = 1 << 20
 
 // InventoryItems records an inventory's row count; a negative count drops

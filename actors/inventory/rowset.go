@@ -395,8 +395,8 @@ func (s *rowSet) shards() []Shard {
 
 // shardChecksums fingerprints each target namespace's rows of a snapshot:
 // canonical order starts with the target namespace, so each shard's rows
-// are one run, hashed in their order (SEMANTICS §7: the shard checksum is
-// the items fingerprint of its rows).
+// are one run, hashed in their order. A shard's checksum is the items
+// fingerprint of its rows: rows.Checksum over them, without an envelope.
 func shardChecksums(rs []*rows.Row) map[string]string {
 	out := map[string]string{}
 	for i := 0; i < len(rs); {

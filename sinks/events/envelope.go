@@ -17,8 +17,8 @@ const (
 	Envelope = "envelope"
 )
 
-// EnvelopeMessage is one message of upstream's envelope mode (SEMANTICS
-// §11.9-11.10): the whole export envelope of one part, for consumers
+// EnvelopeMessage is one message of upstream's envelope mode (Kafka and
+// NATS alike): the whole export envelope of one part, for consumers
 // written for upstream.
 type EnvelopeMessage struct {
 	// Key is <cluster>/<namespace> (/<namespace> without a cluster): the
@@ -71,7 +71,7 @@ func Envelopes(cluster string, snap *rows.Snapshot, limit int64, now time.Time) 
 		if len(p.Rows) == 0 {
 			continue
 		}
-		env := p.Envelope("") // the operator never sets the envelope's own cluster (§3.2)
+		env := p.Envelope("") // the operator leaves the envelope's own cluster empty; only the CLI sets it
 		value, err := json.Marshal(struct {
 			SchemaVersion string          `json:"schemaVersion"`
 			Timestamp     string          `json:"timestamp"`

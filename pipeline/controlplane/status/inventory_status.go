@@ -155,7 +155,7 @@ func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *
 	return true
 }
 
-// Upstream's shard warning (SEMANTICS §4.1 step 10): an inventory of
+// Upstream's shard warning, set on every reconcile: an inventory of
 // ShardWarningRows rows or more says ExportShardWarning=True with reason
 // ApproachingExportCap, removed below. Upstream's single-document exports
 // neared their cap there; ours split into parts, so the condition keeps

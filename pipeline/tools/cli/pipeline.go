@@ -142,16 +142,7 @@ func newPipelineValidate() *cobra.Command {
 // pipelineReport prints upstream's lines: warning: and invalid: on stderr,
 // then "<dir>: valid (<p> profile(s), <t> target(s), <s> sink(s))".
 func pipelineReport(stdout, stderr io.Writer, dir string, res *validate.Result) error {
-	invalid := 0
-	for _, p := range res.Problems {
-		if p.Warning {
-			fmt.Fprintf(stderr, "warning: %s\n", p)
-			continue
-		}
-		invalid++
-		fmt.Fprintf(stderr, "invalid: %s\n", p)
-	}
-	if invalid > 0 {
+	if invalid := printProblems(stderr, stderr, res); invalid > 0 {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%d problem(s) in %s", invalid, dir)}
 	}
 	sinks := res.Objects["KollectSnapshotSink"] + res.Objects["KollectDatabaseSink"] + res.Objects["KollectEventSink"]

@@ -37,15 +37,7 @@ anything is invalid. References to objects outside the files are warnings.`,
 }
 
 func report(stdout, stderr io.Writer, files []string, res *validate.Result) error {
-	invalid := 0
-	for _, p := range res.Problems {
-		if p.Warning {
-			fmt.Fprintf(stderr, "warning: %s\n", p)
-			continue
-		}
-		invalid++
-		fmt.Fprintf(stdout, "invalid: %s\n", p)
-	}
+	invalid := printProblems(stderr, stdout, res)
 	kinds := make([]string, 0, len(res.Objects))
 	for k, n := range res.Objects {
 		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
@@ -56,4 +48,19 @@ func report(stdout, stderr io.Writer, files []string, res *validate.Result) erro
 	}
 	fmt.Fprintf(stdout, "%s: valid (%s)\n", strings.Join(files, ", "), strings.Join(kinds, ", "))
 	return nil
+}
+
+// printProblems writes warnings to warnings and failures to invalid, one
+// line each, and returns how many failures there were.
+func printProblems(warnings, invalid io.Writer, res *validate.Result) int {
+	n := 0
+	for _, p := range res.Problems {
+		if p.Warning {
+			fmt.Fprintf(warnings, "warning: %s\n", p)
+			continue
+		}
+		n++
+		fmt.Fprintf(invalid, "invalid: %s\n", p)
+	}
+	return n
 }
