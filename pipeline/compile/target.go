@@ -62,6 +62,11 @@ func set(items []string) map[string]bool {
 // says which field to fix. Cluster targets compile through the same path
 // with their selection copied into a KollectTarget spec.
 func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*Compiled, error) {
+	return compileWith(t, p, d, extractorOf)
+}
+
+// compileWith is Compile with the profile's part compiled by extractor.
+func compileWith(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults, extractor func(*kollectv1alpha1.KollectProfile, Defaults) (*extract.Extractor, error)) (*Compiled, error) {
 	var errs []error
 	sel := &selection.Target{OptIn: t.Spec.WatchMode == "OptIn"}
 	var err error
@@ -102,6 +107,21 @@ func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 		sel.Rules = append(sel.Rules, rule)
 	}
 
+	ex, err := extractor(p, d)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &Compiled{Selection: sel, Extractor: ex, GVK: gvkOf(p.Spec.TargetGVK), Namespace: singleNamespace(t, included)}, nil
+}
+
+// extractorOf compiles what a target takes from its profile alone: the
+// secret guard, the attributes and the Resource-mode embedding. The error
+// names the profile and each field to fix.
+func extractorOf(p *kollectv1alpha1.KollectProfile, d Defaults) (*extract.Extractor, error) {
+	var errs []error
 	if err := SecretGuard(p); err != nil {
 		errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
 	}
@@ -133,7 +153,7 @@ func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &Compiled{Selection: sel, Extractor: ex, GVK: gvkOf(p.Spec.TargetGVK), Namespace: singleNamespace(t, included)}, nil
+	return ex, nil
 }
 
 // singleNamespace finds the one namespace a target can match, so its
@@ -167,9 +187,13 @@ func (c *Compiled) GVKs() []schema.GroupVersionKind {
 // target without a label selector or names, always in All mode, with its
 // profile from the namespace its profileRef names.
 func ClusterTarget(ct *kollectv1alpha1.KollectClusterTarget, p *kollectv1alpha1.KollectProfile, d Defaults) (*Compiled, error) {
-	as := &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: ct.Spec.ProfileRef.Name,
+	return Compile(asTarget(ct), p, d)
+}
+
+// asTarget is a cluster target's selection as a KollectTarget spec.
+func asTarget(ct *kollectv1alpha1.KollectClusterTarget) *kollectv1alpha1.KollectTarget {
+	return &kollectv1alpha1.KollectTarget{Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: ct.Spec.ProfileRef.Name,
 		NamespaceSelector: ct.Spec.NamespaceSelector, CollectionFilterSpec: ct.Spec.CollectionFilterSpec}}
-	return Compile(as, p, d)
 }
 
 // Selection compiles only a target's own selection, with the profile's kind

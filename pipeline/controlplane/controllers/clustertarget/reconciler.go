@@ -43,9 +43,10 @@ type Reconciler struct {
 	Resync          time.Duration
 	Tuning          controllers.Tuning
 
-	mu      sync.Mutex
-	applied map[string]string
-	members *controllers.Membership // the namespaces each target matched
+	mu       sync.Mutex
+	applied  map[string]string
+	members  *controllers.Membership // the namespaces each target matched
+	profiles compile.Cache           // what each profile version compiled to
 }
 
 // SetupWithManager registers the reconciler; profile changes requeue every
@@ -137,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	c, err := compile.ClusterTarget(&ct, &p, r.Defaults)
+	c, err := r.profiles.ClusterTarget(&ct, &p, r.Defaults)
 	if err != nil {
 		return degrade(target.ReasonExtractionFailed, err.Error())
 	}

@@ -92,9 +92,10 @@ type Reconciler struct {
 	// (--metrics-attribute-labels); otherwise they are dropped.
 	AttributeLabels bool
 
-	mu      sync.Mutex
-	applied map[types.NamespacedName]string // target+profile generations in the engine
-	members *controllers.Membership         // the namespaces each target matched
+	mu       sync.Mutex
+	applied  map[types.NamespacedName]string // target+profile generations in the engine
+	members  *controllers.Membership         // the namespaces each target matched
+	profiles compile.Cache                   // what each profile version compiled to
 }
 
 func (r *Reconciler) appliedGen(key types.NamespacedName) string {
@@ -221,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	c, err := compile.Compile(&t, &p, r.Defaults)
+	c, err := r.profiles.Compile(&t, &p, r.Defaults)
 	if err != nil {
 		return degrade(ReasonExtractionFailed, err.Error())
 	}
