@@ -149,8 +149,11 @@ func inventoryStatus(s *kollectv1alpha1.KollectInventoryStatus, v Verdict, rep *
 		meta.RemoveStatusCondition(&s.Conditions, TypeReady)
 		return true
 	}
+	items := s.ItemCount
 	s.ItemCount = rep.ItemCount
-	applyBindings(s, rep, v.Generation)
+	if applyBindings(s, rep, v.Generation) {
+		s.ItemCount = items // the count the sinks hold stands until the targets list
+	}
 	shardWarning(&s.Conditions, rep.ItemCount, v.Generation)
 	return true
 }
@@ -191,16 +194,21 @@ func stillHolds(e kollectv1alpha1.InventorySinkExportStatus, gen int64) bool {
 	return e.LastExportTime != nil && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
-// applyBindings writes sinkExports and the aggregate conditions (SEMANTICS
-// §4.5). Entries keep their last successful export while later attempts
-// fail.
-func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Report, gen int64) {
+// applyBindings writes sinkExports and the aggregate conditions: an entry
+// per binding, which keeps its last successful export while later
+// attempts fail. It reports true when it left the conditions as they were:
+// a manager that has just started, whose targets have not listed yet,
+// while every sink still holds the export it acknowledged for this
+// generation. That is no change, and saying WaitingForTargets (Synced
+// False, then True again a moment later) would cost two writes per
+// inventory of every restart and unsay what the sinks hold.
+func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Report, gen int64) (unchanged bool) {
 	prev := map[string]kollectv1alpha1.InventorySinkExportStatus{}
 	for _, e := range s.SinkExports {
 		prev[e.Name] = e
 	}
 	s.SinkExports = nil
-	exported, failed, pending, terminal := 0, 0, 0, 0
+	exported, failed, pending, terminal, held := 0, 0, 0, 0, 0
 	var minCount *int64
 	var failures []string
 	for _, b := range rep.Bindings {
@@ -231,6 +239,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			// status keeps saying so. A restart changes nothing, in the
 			// sinks or in what status reports of them.
 			exported++
+			held++
 			minCount = lower(minCount, e.ExportedCount)
 		case b.LastExport.IsZero():
 			pending++
@@ -244,6 +253,9 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	s.ExportedCount = minCount
 	total := len(rep.Bindings)
 	lastMsg := strings.Join(failures, "; ")
+	if len(rep.Waiting) > 0 && total > 0 && held == total {
+		return true
+	}
 	if len(rep.Waiting) > 0 && total > 0 {
 		msg := fmt.Sprintf("waiting for %d target(s) to list their objects before exporting: %s", len(rep.Waiting), strings.Join(rep.Waiting, ", "))
 		if rep.Holding {
@@ -263,7 +275,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 		setCondition(&s.Conditions, TypeSynced, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
 		setCondition(&s.Conditions, TypeReady, metav1.ConditionFalse, ReasonWaitingForTargets, msg, gen)
 		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
-		return
+		return false
 	}
 	switch {
 	case total == 0:
@@ -295,4 +307,5 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 		setCondition(&s.Conditions, TypeReady, metav1.ConditionTrue, ReasonExported, fmt.Sprintf("exported %d item(s) across %d sink(s)", rep.ItemCount, exported), gen)
 		meta.RemoveStatusCondition(&s.Conditions, TypeDegraded)
 	}
+	return false
 }
