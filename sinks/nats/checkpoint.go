@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -54,25 +55,40 @@ func (s *Sink) objectStore(ctx context.Context, js jetstream.JetStream) (jetstre
 		Description: "kollect: the state of each inventory's rows in stream " + s.cfg.Stream + ", so recovery need not read its whole history"})
 }
 
-// readCheckpoint returns the scope's checkpoint when it is usable: the
-// messages after it are still in the stream.
-func (s *Sink) readCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, first uint64) (*checkpoint, error) {
+// readCheckpoint returns the scope's checkpoint, nil when it has none or an
+// unreadable one. stale says the stream's limits dropped messages after
+// it: the checkpoint still names every key the scope held then, but not
+// what became of them in the messages that are gone.
+func (s *Sink) readCheckpoint(ctx context.Context, js jetstream.JetStream, scope events.Scope, first uint64) (cp *checkpoint, stale bool, err error) {
 	os, err := s.objectStore(ctx, js)
 	if err != nil || os == nil {
-		return nil, err
+		return nil, false, err
 	}
 	data, err := os.GetBytes(ctx, checkpointName(scope))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var cp checkpoint
-	if err := json.Unmarshal(data, &cp); err != nil || cp.State == nil || cp.Seq+1 < first {
-		return nil, nil // unreadable, or the stream dropped messages after it: read everything
+	cp = &checkpoint{}
+	if err := json.Unmarshal(data, cp); err != nil || cp.State == nil {
+		return nil, false, nil // unreadable: read everything
 	}
-	return &cp, nil
+	return cp, cp.Seq+1 < first, nil
+}
+
+// unknownSums is a stale checkpoint's state with every key kept and no
+// content known: the reconcile that follows republishes each live row and
+// deletes each key that is gone, rather than trust what the dropped
+// messages may have changed. Republishing costs a message per live row;
+// trusting could lose a delete.
+func unknownSums(state map[string]string) map[string]string {
+	out := make(map[string]string, len(state))
+	for k := range state {
+		out[k] = ""
+	}
+	return out
 }
 
 // maybeCheckpoint records the scope's state after an export of d that
@@ -99,12 +115,19 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 	reconciled = reconciled && d.Full() && !d.Next.Partial()
 	due := !s.setAside[key] && (reconciled || (seq > 0 && s.sinceCheckpoint[key] >= max(checkpointEvery, len(d.Next.Rows)/2)))
 	seq = max(seq, upto)
+	s.track(key, scope, d.Next, reconciled)
 	s.mu.Unlock()
 	if !due {
 		return nil
 	}
-	cp := checkpoint{Seq: seq, State: make(map[string]string, len(d.Next.Rows)), Writer: scope.Writer}
-	for _, r := range d.Next.Rows {
+	return s.writeCheckpoint(ctx, js, key, scope, d.Next, seq)
+}
+
+// writeCheckpoint records snap as the scope's state as of stream sequence
+// seq.
+func (s *Sink) writeCheckpoint(ctx context.Context, js jetstream.JetStream, key string, scope events.Scope, snap *rows.Snapshot, seq uint64) error {
+	cp := checkpoint{Seq: seq, State: make(map[string]string, len(snap.Rows)), Writer: scope.Writer}
+	for _, r := range snap.Rows {
 		cp.State[scope.Key(r)] = r.Sum()
 	}
 	data, err := json.Marshal(cp)
@@ -120,6 +143,9 @@ func (s *Sink) maybeCheckpoint(ctx context.Context, js jetstream.JetStream, scop
 	}
 	s.mu.Lock()
 	s.sinceCheckpoint[key] = 0
+	if e := s.exact[key]; e != nil {
+		e.checkpointed = time.Now()
+	}
 	s.mu.Unlock()
 	return nil
 }

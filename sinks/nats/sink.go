@@ -36,6 +36,13 @@ type Config struct {
 	// Replay publishes every row on the first export instead of only what
 	// differs from what the stream already holds.
 	Replay bool
+	// MaxAge is the maximum age of the messages of a stream this sink
+	// creates (0: no limit). A stream it finds keeps its own limits.
+	MaxAge time.Duration
+	// RefreshEvery is how old a scope's checkpoint may grow before the
+	// sink renews it; 0: a quarter of the stream's maximum age (no renewal
+	// for a stream without one).
+	RefreshEvery time.Duration
 	// Writer names this operator in every message's headers and in
 	// checkpoints; a full export whose scope's live rows another writer
 	// (not Adopt) published last is refused (sinks.ForeignWriter).
@@ -69,6 +76,12 @@ type Sink struct {
 	// their last full reconcile (no checkpoint is exact for them).
 	sinceCheckpoint map[string]int
 	setAside        map[string]bool
+	// exact is, per scope, the state this sink knows the stream holds, for
+	// the checkpoints it renews (refresh.go); exporting is held by an
+	// export and by a renewal, which must not interleave.
+	exact                    map[string]*exactState
+	exporting                sync.Mutex
+	stopRefresh, refreshDone chan struct{}
 }
 
 var _ sinks.Backend = (*Sink)(nil)
@@ -91,6 +104,7 @@ func New(cfg Config) (*Sink, error) {
 // Close gives the connection back: a shared one closes with its last
 // sink.
 func (s *Sink) Close() {
+	s.stopRefreshing()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.nc != nil {
@@ -157,7 +171,7 @@ func (s *Sink) ensureStream(ctx context.Context, js jetstream.JetStream) (jetstr
 		return nil, sinks.Permanent(fmt.Errorf("stream %q does not exist and provisioning.mode is existing", s.cfg.Stream))
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		st, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: s.cfg.Stream, Subjects: []string{s.cfg.Subject},
-			Duplicates: 2 * time.Minute})
+			Duplicates: 2 * time.Minute, MaxAge: s.cfg.MaxAge})
 		if err != nil {
 			return nil, s.classify("create stream", err)
 		}
@@ -212,15 +226,20 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		}
 	}
 	var ack sinks.Ack
+	s.exporting.Lock()
 	if s.cfg.Envelope {
 		ack, err = s.publishEnvelopes(ctx, js, d.Next)
 	} else {
 		ack, err = s.publish(ctx, apiCtx, js, st, d)
 	}
+	s.exporting.Unlock()
 	// A failed export may mean the stream changed under us: check it again
 	// next time.
 	if err != nil {
 		st = nil
+		s.untrack()
+	} else if !s.cfg.Envelope {
+		s.startRefresh(st.CachedInfo().Config.MaxAge)
 	}
 	s.mu.Lock()
 	s.stream = st
@@ -331,11 +350,14 @@ func (s *Sink) recover(ctx, api context.Context, js jetstream.JetStream, st jets
 	}
 	rec := &events.Recovered{}
 	start, last := info.State.FirstSeq, info.State.LastSeq
-	cp, err := s.readCheckpoint(api, js, scope, info.State.FirstSeq)
+	cp, stale, err := s.readCheckpoint(api, js, scope, info.State.FirstSeq)
 	if err != nil {
 		return nil, 0, s.classify("read checkpoint", err)
 	}
-	if cp != nil {
+	switch {
+	case stale:
+		rec.State, rec.Writer = unknownSums(cp.State), cp.Writer
+	case cp != nil:
 		rec.State, rec.Writer, start = cp.State, cp.Writer, cp.Seq+1
 	}
 	if info.State.Msgs == 0 || start > last {

@@ -157,7 +157,8 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
 	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, SharedDir: c.StateDir, Ambient: creds.Ambient,
-		Writer: c.Registry.Writer, EventMessages: c.Registry.EventMessages, Clients: c.Registry.Clients})
+		Writer: c.Registry.Writer, EventMessages: c.Registry.EventMessages,
+		NATSStreamMaxAge: c.Registry.NATSStreamMaxAge, Clients: c.Registry.Clients})
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}

@@ -68,6 +68,9 @@ type Env struct {
 	// EventMessages is what an event sink's messages carry when its
 	// spec.messages is unset (Registry.EventMessages).
 	EventMessages string
+	// NATSStreamMaxAge is the maximum age of the streams NATS sinks create
+	// (Registry.NATSStreamMaxAge).
+	NATSStreamMaxAge time.Duration
 	// Clients shares connection pools and broker clients among the
 	// backends of one server (nil: each backend opens its own, as a probe
 	// does).
@@ -107,6 +110,9 @@ type Registry struct {
 	// (--event-messages), so that a platform moving from upstream keeps its
 	// consumers without editing every sink.
 	EventMessages string
+	// NATSStreamMaxAge is the maximum age of the messages of a stream a
+	// NATS sink creates (--nats-stream-max-age; 0: no limit).
+	NATSStreamMaxAge time.Duration
 	// Clients are the connections every backend the cache builds shares
 	// with the others of its server.
 	Clients *sinks.Clients
@@ -157,7 +163,8 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages})
+	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages,
+		NATSStreamMaxAge: r.NATSStreamMaxAge})
 }
 
 // Kind returns a sink object's family and effective type: a

@@ -21,7 +21,7 @@ func natsType() Type {
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			s := obj.(*kollectv1alpha1.KollectEventSink)
 			cfg := nats.FromSpec(&s.Spec, creds.Data, creds.CA)
-			cfg.Envelope = envelopes(s, env)
+			cfg.Envelope, cfg.MaxAge = envelopes(s, env), env.NATSStreamMaxAge
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
 			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {

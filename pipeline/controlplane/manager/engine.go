@@ -103,7 +103,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// Git over HTTP(S) dials through the same guard as every other backend.
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
-	registry.AllowAmbient, registry.EventMessages = o.AllowAmbientCredentials, o.EventMessages
+	registry.AllowAmbient, registry.EventMessages, registry.NATSStreamMaxAge = o.AllowAmbientCredentials, o.EventMessages, o.NATSStreamMaxAge
 	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ type Options struct {
 	ExportTimeoutPerRow      time.Duration
 	WriterID                 string
 	EventMessages            string
+	NATSStreamMaxAge         time.Duration
 	ConcurrentTarget         int
 	ConcurrentInventory      int
 	// APIQPS and APIBurst bound the operator's requests to the API server
@@ -137,6 +138,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 		"without distinct spec.cluster values from deleting each other's rows (the second is refused, with a condition): empty reads the UID of the kube-system namespace; none keeps no records. Letters, digits, '.', '_' and '-'.")
 	fs.StringVar(&o.EventMessages, "event-messages", "perRow", "What the messages of an event sink without spec.messages carry: perRow (one per row change) or envelope "+
 		"(upstream's format: one per export carrying the whole envelope, keyed <cluster>/<namespace>), for consumers written for upstream.")
+	fs.DurationVar(&o.NATSStreamMaxAge, "nats-stream-max-age", 7*24*time.Hour, "Maximum age of the messages of a JetStream stream a NATS sink creates (0: no limit); a stream the sink finds keeps its own limits. "+
+		"Checkpoints are renewed at a quarter of a stream's maximum age, so a restart stays exact unless the operator was down for more than two thirds of it.")
 	fs.Int64Var(&o.MaxExportBytes, "max-export-bytes", DefaultMaxExportBytes, "Export ceiling of a binding whose reference and inventory set no maxExportBytes, and their upper bound (checked at admission): a larger snapshot export is split into parts, a row larger than it is set aside (status rejectedKeys) and the rest exported.")
 	fs.IntVar(&o.ConcurrentTarget, "max-concurrent-reconciles-target", 5, "Concurrent KollectTarget reconciles.")
 	fs.IntVar(&o.ConcurrentInventory, "max-concurrent-reconciles-inventory", 3, "Concurrent KollectInventory reconciles.")
