@@ -20,6 +20,8 @@ import (
 // flags are the harness's command-line settings.
 type flags struct {
 	scenario, out, binary, kubeconfig, memLimit, limit, cpuProfile string
+	plotTenants                                                    string
+	reports                                                        []string // with plotTenants
 }
 
 // parseFlags reads the command line with a flag set of its own:
@@ -34,8 +36,13 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
 	fs.StringVar(&f.limit, "memory-limit", "", "Cluster mode: run the operator in a memory cgroup with this limit, such as 250Mi, as a pod's resources.limits.memory does (needs a writable cgroup: root); the operator sets its soft limit from it, as in a pod, unless -gomemlimit says otherwise.")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's from the first event until the sink holds every row).")
+	fs.StringVar(&f.plotTenants, "plot-tenants", "", "Run nothing: draw the figures of the tenants reports (report.json files) named after the flags against the number of teams, into this PNG.")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.plotTenants != "" {
+		f.reports = fs.Args()
+		return f, nil
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments %v", fs.Args())
@@ -62,6 +69,12 @@ func main() {
 	}
 	if err != nil {
 		fail(err)
+	}
+	if f.plotTenants != "" {
+		if err := plotTenants(f.plotTenants, f.reports); err != nil {
+			fail(err)
+		}
+		return
 	}
 	s, err := LoadScenario(f.scenario)
 	if err != nil {

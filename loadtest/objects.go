@@ -47,6 +47,18 @@ func (o objects) at(i int) object {
 		deployment: o.deployEvery > 0 && i%o.deployEvery == o.deployEvery-1}
 }
 
+// perNamespace is how many objects each load namespace holds.
+func (o objects) perNamespace() map[string]int {
+	out := make(map[string]int, o.namespaces)
+	for i := range o.namespaces {
+		out[loadNamespace(i)] = o.n / o.namespaces
+		if i < o.n%o.namespaces {
+			out[loadNamespace(i)]++
+		}
+	}
+	return out
+}
+
 func (o objects) deployments() int {
 	if o.deployEvery == 0 {
 		return 0

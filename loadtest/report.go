@@ -203,6 +203,8 @@ func (r *Report) table(b *strings.Builder) {
 				fmt.Sprintf("%d / %d (%d)", t.SeriesBeforeChurn, t.SeriesAfterChurn, c.SeriesOfGone))
 		}
 		row("tenants: largest target status", fmt.Sprintf("%d bytes", t.TargetStatusBytes))
+		row("tenants: target statuses the restart changed", t.RestartTargetStatus.String())
+		row("tenants: inventory statuses the restart changed", t.RestartInventoryStatus.String())
 		row("tenants: operator peak RSS, CPU (both processes)", fmt.Sprintf("%s, %.1f s", mib(t.PeakRSS), t.CPUSeconds))
 	}
 }

@@ -84,6 +84,11 @@ type TenantsResult struct {
 	// RestartRequests are the API server's busiest requests from the
 	// restart until every binding acknowledged.
 	RestartRequests []APIRequests `json:"restartRequests,omitempty"`
+	// RestartTargetStatus and RestartInventoryStatus are the statuses the
+	// restart changed, by field: an inventory's export times move (each
+	// binding acknowledges anew); nothing else should.
+	RestartTargetStatus    StatusChanges `json:"restartTargetStatus"`
+	RestartInventoryStatus StatusChanges `json:"restartInventoryStatus"`
 	// ControlPlaneCPU is the CPU seconds the local API server and etcd
 	// used over the same three spans: they share the machine with the
 	// operator (0 against a real cluster).
@@ -196,8 +201,12 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if err := createObjects(ctx, env.Client, objs, 0, "v0"); err != nil {
 		return nil, err
 	}
+	// Synced says an export was acknowledged, not that it held every
+	// object: the restart below must find nothing left to do, so each
+	// inventory is waited for until every sink holds its team's objects.
+	want := objs.perNamespace()
 	if err := waitInventories(ctx, env.Client, o.Tenants, 10*time.Minute, func(u *unstructured.Unstructured) bool {
-		return condition(u, "Synced") == "True"
+		return condition(u, "Synced") == "True" && exportedAll(u, want[u.GetNamespace()])
 	}); err != nil {
 		return res, fmt.Errorf("every inventory synced: %w (operator log ends: %s)", err, op.Tail(2000))
 	}
@@ -246,6 +255,14 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 			c.EditTook.Round(time.Millisecond), c.StatusBytes, res.SeriesBeforeChurn, res.SeriesAfterChurn, c.SeriesOfGone)
 	}
 
+	beforeTargets, err := statuses(ctx, env.Client, "KollectTargetList")
+	if err != nil {
+		return res, err
+	}
+	beforeInvs, err := statuses(ctx, env.Client, "KollectInventoryList")
+	if err != nil {
+		return res, err
+	}
 	logf("restarting the operator")
 	op.stop()
 	restarted := time.Now()
@@ -288,6 +305,18 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if res.RestartHeapProfile, err = op.heapProfile(); err != nil {
 		logf("%v", err)
 	}
+	afterTargets, err := statuses(ctx, env.Client, "KollectTargetList")
+	if err != nil {
+		return res, err
+	}
+	afterInvs, err := statuses(ctx, env.Client, "KollectInventoryList")
+	if err != nil {
+		return res, err
+	}
+	res.RestartTargetStatus = diffStatuses(beforeTargets, afterTargets)
+	res.RestartInventoryStatus = diffStatuses(beforeInvs, afterInvs)
+	logf("statuses the restart changed: targets %v; inventories %v\n%s\n%s", res.RestartTargetStatus, res.RestartInventoryStatus,
+		res.RestartTargetStatus.Examples(), res.RestartInventoryStatus.Examples())
 	res.PostgresConnsRestart = conns.reset()
 	stopConns()
 	logf("every binding acknowledged %v after the restart; at most %d Postgres connections; API server and etcd CPU %.1f s meanwhile",
@@ -457,6 +486,22 @@ func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
 		at, _ := m["lastExportTime"].(string)
 		ts, err := time.Parse(time.RFC3339, at)
 		if err != nil || ts.Before(t.Truncate(time.Second).Add(time.Second)) {
+			return false
+		}
+	}
+	return true
+}
+
+// exportedAll reports whether every binding of u acknowledged an export of
+// n rows.
+func exportedAll(u *unstructured.Unstructured, n int) bool {
+	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
+	if len(exports) != 3 {
+		return false
+	}
+	for _, e := range exports {
+		m, _ := e.(map[string]any)
+		if count, _ := m["exportedCount"].(int64); count != int64(n) {
 			return false
 		}
 	}
