@@ -198,3 +198,63 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 		}
 	}
 }
+
+// A started inventory whose target has not listed says it is settling,
+// then, once the grace ends without the target listing, reports again
+// without it: status says it waits for a target that cannot list. A
+// target that lists in time is no news at all.
+func TestAStartedInventorySettlesForAGrace(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	silent := func() *actor.PID { return sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) }
+	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
+	reports := &lastReport{}
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "settling", nil))
+	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
+		Targets: []inventory.Target{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
+		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+	waitFor := func(what string, ok func(inventory.Report) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(reports.get()); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: last report %+v", what, reports.get())
+			}
+		}
+	}
+	waitFor("a report while the target lists", func(r inventory.Report) bool { return len(r.Waiting) == 1 })
+	if rep := reports.get(); !rep.Settling {
+		t.Fatalf("the first report does not say it is settling: %+v", rep)
+	}
+	waitFor("a report once the grace ended", func(r inventory.Report) bool { return len(r.Waiting) == 1 && !r.Settling })
+}
+
+// A target that joins a started inventory, still within its grace, is
+// news: its rows were never exported, so waiting for it is not settling.
+func TestATargetThatJoinsIsNotSettling(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	silent := func() *actor.PID { return sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) }
+	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
+	b := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "b"}
+	pa, reports := silent(), &lastReport{}
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "joins", nil))
+	configure := func(targets ...inventory.Target) {
+		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
+			Targets: targets, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+	}
+	configure(inventory.Target{Ref: a, PID: pa})
+	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true})
+	configure(inventory.Target{Ref: a, PID: pa}, inventory.Target{Ref: b, PID: silent()})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rep := reports.get(); slices.Equal(rep.Waiting, []string{"KollectTarget:team/b"}) {
+			if rep.Settling {
+				t.Fatalf("waiting for a target that joined is reported as settling: %+v", rep)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report waits for b: %+v", reports.get())
+		}
+	}
+}

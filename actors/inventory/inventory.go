@@ -39,6 +39,9 @@ type Config struct {
 	TargetNamespaces map[string]bool
 	// Shards reports per-namespace row counts (cluster inventories).
 	Shards bool
+	// SettleGrace is how long after it starts the inventory reports that
+	// it is settling (Report.Settling); 0 is settleGrace.
+	SettleGrace time.Duration
 }
 
 // Target is a running target actor.
@@ -92,6 +95,10 @@ type Report struct {
 	// Holding says the bindings that can export the other targets' rows
 	// do, keeping what their sinks hold of the Waiting targets unchanged.
 	Holding bool
+	// Settling says the inventory started less than a grace ago (a
+	// manager that has just started): its targets are listing anew, and
+	// Waiting is no news (settle.go).
+	Settling bool
 	// Shards counts rows and targets per target namespace, when asked for.
 	Shards []Shard
 	// Stopped, when set, says the inventory's actor stopped on its own and
@@ -144,6 +151,12 @@ type actorState struct {
 	// set (a Replace) since they were subscribed.
 	listed   map[messages.TargetRef]bool
 	bindings map[string]*binding
+	// startedAt is when the actor started and initial the targets it read
+	// then, for Report.Settling; cancelSettle cancels the grace's end (nil:
+	// none pending).
+	startedAt    time.Time
+	initial      map[messages.TargetRef]bool
+	cancelSettle scheduler.CancelFunc
 	// cancelFlush cancels the pending flush timer (nil: none pending).
 	cancelFlush scheduler.CancelFunc
 	dirty       bool
@@ -224,12 +237,20 @@ func (a *actorState) Receive(ctx actor.Context) {
 	case flush:
 		a.cancelFlush = nil // fired
 		a.flush(ctx)
+	case settleEnded:
+		a.cancelSettle = nil // fired
+		if !a.observed() {
+			a.sendReport()
+		}
 	case *sink.Result:
 		a.result(msg)
 	case *actor.Restarting:
 		a.stopTimer()
+		a.stopSettling()
+		a.startedAt = time.Time{} // the restarted actor settles again
 	case *actor.Stopping:
 		a.stopTimer()
+		a.stopSettling()
 		for _, pid := range a.targets {
 			ctx.Send(pid, &messages.Unsubscribe{Inventory: ctx.Self()})
 		}
@@ -244,6 +265,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	filterChanged := a.cfg != nil && !maps.Equal(a.cfg.TargetNamespaces, cfg.TargetNamespaces)
 	a.cfg = cfg
 	a.memory.remember(cfg)
+	a.startSettling(ctx)
 	want := map[messages.TargetRef]*actor.PID{}
 	for _, t := range cfg.Targets {
 		want[t.Ref] = t.PID
@@ -560,6 +582,7 @@ func (a *actorState) sendReport() {
 	}
 	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len(), Waiting: a.waiting()}
 	rep.Holding = a.holding && len(rep.Waiting) > 0
+	rep.Settling = len(rep.Waiting) > 0 && a.settling()
 	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)
 	if a.cfg.Shards {
 		rep.Shards = a.rows.shards()

@@ -65,17 +65,16 @@ func (sw *statusWatch) finish() []*unstructured.Unstructured {
 }
 
 // notSynced lists the versions whose status said anything but Synced=True,
-// in the object's own words. WaitingForTargets is not counted: a manager
-// that has just started may report, before its target has listed, that
-// it holds that target's rows, which is true and says nothing false of
-// what the sinks hold; "first export in progress" would.
+// in the object's own words: "first export in progress", and also
+// WaitingForTargets, which a manager that has just started does not say
+// while its targets list anew within its grace (the sinks hold every row).
 func notSynced(versions []*unstructured.Unstructured) []string {
 	var out []string
 	for _, u := range versions {
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			if m["type"] == "Synced" && m["status"] != "True" && m["reason"] != "WaitingForTargets" {
+			if m["type"] == "Synced" && m["status"] != "True" {
 				out = append(out, fmt.Sprintf("resourceVersion %s: Synced=%v/%v: %v", u.GetResourceVersion(), m["status"], m["reason"], m["message"]))
 			}
 		}
@@ -84,7 +83,7 @@ func notSynced(versions []*unstructured.Unstructured) []string {
 }
 
 // TestNotSyncedReadsEveryVersion keeps the check above honest: a version
-// that says Progressing is reported, a Synced or WaitingForTargets one is
+// that says Progressing or WaitingForTargets is reported, a Synced one is
 // not.
 func TestNotSyncedReadsEveryVersion(t *testing.T) {
 	version := func(rv, status, reason string) *unstructured.Unstructured {
@@ -96,7 +95,7 @@ func TestNotSyncedReadsEveryVersion(t *testing.T) {
 	}
 	got := notSynced([]*unstructured.Unstructured{version("1", "True", "Exported"), version("2", "False", "Progressing"),
 		version("3", "False", "WaitingForTargets"), version("4", "True", "Exported")})
-	if len(got) != 1 || !strings.HasPrefix(got[0], "resourceVersion 2: Synced=False/Progressing") {
+	if len(got) != 2 || !strings.HasPrefix(got[0], "resourceVersion 2: Synced=False/Progressing") || !strings.HasPrefix(got[1], "resourceVersion 3: Synced=False/WaitingForTargets") {
 		t.Fatalf("notSynced = %q", got)
 	}
 }

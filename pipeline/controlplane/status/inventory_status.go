@@ -197,18 +197,23 @@ func stillHolds(e kollectv1alpha1.InventorySinkExportStatus, gen int64) bool {
 // applyBindings writes sinkExports and the aggregate conditions: an entry
 // per binding, which keeps its last successful export while later
 // attempts fail. It reports true when it left the conditions as they were:
-// a manager that has just started, whose targets have not listed yet,
-// while every sink still holds the export it acknowledged for this
-// generation. That is no change, and saying WaitingForTargets (Synced
-// False, then True again a moment later) would cost two writes per
-// inventory of every restart and unsay what the sinks hold.
+// a manager that has just started (rep.Settling), whose targets are
+// listing anew, while the inventory was Synced for this generation and
+// every sink acknowledged an export of it, the last manager's or a
+// holding one of this manager's that kept the waiting targets' rows.
+// That is no change, and saying WaitingForTargets (Synced False, then True
+// again a moment later) would cost two writes per inventory of every
+// restart and unsay what the sinks hold. A target still not listed when
+// the grace ends is reported as waiting.
 func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Report, gen int64) (unchanged bool) {
 	prev := map[string]kollectv1alpha1.InventorySinkExportStatus{}
 	for _, e := range s.SinkExports {
 		prev[e.Name] = e
 	}
 	s.SinkExports = nil
-	exported, failed, pending, terminal, held := 0, 0, 0, 0, 0
+	synced := meta.FindStatusCondition(s.Conditions, TypeSynced)
+	wasSynced := synced != nil && synced.Status == metav1.ConditionTrue && synced.ObservedGeneration == gen
+	exported, failed, pending, terminal := 0, 0, 0, 0
 	var minCount *int64
 	var failures []string
 	for _, b := range rep.Bindings {
@@ -239,7 +244,6 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 			// status keeps saying so. A restart changes nothing, in the
 			// sinks or in what status reports of them.
 			exported++
-			held++
 			minCount = lower(minCount, e.ExportedCount)
 		case b.LastExport.IsZero():
 			pending++
@@ -253,7 +257,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 	s.ExportedCount = minCount
 	total := len(rep.Bindings)
 	lastMsg := strings.Join(failures, "; ")
-	if len(rep.Waiting) > 0 && total > 0 && held == total {
+	if len(rep.Waiting) > 0 && rep.Settling && wasSynced && exported == total {
 		return true
 	}
 	if len(rep.Waiting) > 0 && total > 0 {

@@ -12,10 +12,12 @@ import (
 )
 
 // A manager that has just started reports its inventory before its targets
-// have listed. While every sink still holds the export it acknowledged for
-// the inventory's generation, status stays as it was: no WaitingForTargets
-// flip, no partial item count. Once this manager exported, or the
-// generation moved on, waiting is what status says.
+// have listed. While it settles, and every sink acknowledged an export of
+// the inventory's generation (the last manager's, or a holding one of this
+// manager's), status stays as it was: no WaitingForTargets flip, no
+// partial item count. Once the grace ended (a target that cannot list),
+// after a failure, or when the generation moved on, waiting is what
+// status says.
 func TestWaitingTargetsAfterARestartChangeNothingTheSinksHold(t *testing.T) {
 	synced := func() kollectv1alpha1.KollectInventoryStatus {
 		var s kollectv1alpha1.KollectInventoryStatus
@@ -32,21 +34,28 @@ func TestWaitingTargetsAfterARestartChangeNothingTheSinksHold(t *testing.T) {
 	cases := []struct {
 		name       string
 		generation int64
-		exported   bool // this manager exported to the first binding already
+		settling   bool
+		exported   bool // this manager exported to the first binding already (holding)
+		failed     bool // the second binding failed its first export
 		unchanged  bool
 	}{
-		{"restarted, every sink holds this generation", 3, false, true},
-		{"restarted, one sink exported since", 3, true, false},
-		{"a new generation", 4, false, false},
+		{"restarted, every sink holds this generation", 3, true, false, false, true},
+		{"restarted, one sink exported while holding", 3, true, true, false, true},
+		{"restarted, one sink failed", 3, true, false, true, false},
+		{"the grace ended: a target that cannot list", 3, false, false, false, false},
+		{"a new generation", 4, true, false, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := synced()
 			want := s.DeepCopy()
-			after := &inventory.Report{ItemCount: 4, Waiting: []string{"KollectTarget/team/t"}, Bindings: []inventory.BindingReport{
+			after := &inventory.Report{ItemCount: 4, Waiting: []string{"KollectTarget/team/t"}, Settling: tc.settling, Bindings: []inventory.BindingReport{
 				{Key: "database/pg"}, {Key: "event/log"}}}
 			if tc.exported {
-				after.Bindings[0].LastExport, after.Bindings[0].Exported = time.Unix(200, 0), 4
+				after.Bindings[0].LastExport, after.Bindings[0].Exported = time.Unix(200, 0), 10
+			}
+			if tc.failed {
+				after.Bindings[1].Err = "connection refused"
 			}
 			inventoryStatus(&s, Verdict{Generation: tc.generation}, after)
 			c := meta.FindStatusCondition(s.Conditions, TypeSynced)
