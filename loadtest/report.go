@@ -205,6 +205,7 @@ func (r *Report) table(b *strings.Builder) {
 		row("tenants: largest target status", fmt.Sprintf("%d bytes", t.TargetStatusBytes))
 		row("tenants: target statuses the restart changed", t.RestartTargetStatus.String())
 		row("tenants: inventory statuses the restart changed", t.RestartInventoryStatus.String())
+		row("tenants: inventory versions not Synced during the restart, by reason", fmt.Sprint(t.RestartNotSynced))
 		row("tenants: operator peak RSS, CPU (both processes)", fmt.Sprintf("%s, %.1f s", mib(t.PeakRSS), t.CPUSeconds))
 	}
 }

@@ -7,9 +7,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -158,4 +163,71 @@ func byKey(items []any) map[string]any {
 		out[key] = it
 	}
 	return out
+}
+
+// conditionWatch counts, over a span, the versions of every inventory the
+// API server stored whose Synced condition said anything but True, by
+// reason: what a restart said in between, which two reads around it miss.
+type conditionWatch struct {
+	mu      sync.Mutex
+	reasons map[string]int
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+func watchInventoryConditions(ctx context.Context, cfg *rest.Config) (*conditionWatch, error) {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gvr := schema.GroupVersionResource{Group: "kollect.dev", Version: "v1alpha1", Resource: "kollectinventories"}
+	ctx, cancel := context.WithCancel(ctx)
+	list, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w, err := dc.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	cw := &conditionWatch{reasons: map[string]int{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(cw.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			if status, reason := syncedCondition(u); status != "True" {
+				cw.mu.Lock()
+				cw.reasons[status+"/"+reason]++
+				cw.mu.Unlock()
+			}
+		}
+	}()
+	return cw, nil
+}
+
+// finish stops the watch and returns the count of each Synced status and
+// reason that was not True.
+func (cw *conditionWatch) finish() map[string]int {
+	cw.stop()
+	<-cw.done
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return cw.reasons
+}
+
+func syncedCondition(u *unstructured.Unstructured) (status, reason string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == "Synced" {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+		}
+	}
+	return status, reason
 }

@@ -89,6 +89,10 @@ type TenantsResult struct {
 	// binding acknowledges anew); nothing else should.
 	RestartTargetStatus    StatusChanges `json:"restartTargetStatus"`
 	RestartInventoryStatus StatusChanges `json:"restartInventoryStatus"`
+	// RestartNotSynced counts the inventory versions stored between the
+	// restart and the last acknowledgement whose Synced condition was not
+	// True, by status/reason: none, when a restart changes nothing.
+	RestartNotSynced map[string]int `json:"restartNotSynced,omitempty"`
 	// ControlPlaneCPU is the CPU seconds the local API server and etcd
 	// used over the same three spans: they share the machine with the
 	// operator (0 against a real cluster).
@@ -263,6 +267,10 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if err != nil {
 		return res, err
 	}
+	flips, err := watchInventoryConditions(ctx, env.Config)
+	if err != nil {
+		return res, err
+	}
 	logf("restarting the operator")
 	op.stop()
 	restarted := time.Now()
@@ -313,10 +321,11 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if err != nil {
 		return res, err
 	}
+	res.RestartNotSynced = flips.finish()
 	res.RestartTargetStatus = diffStatuses(beforeTargets, afterTargets)
 	res.RestartInventoryStatus = diffStatuses(beforeInvs, afterInvs)
-	logf("statuses the restart changed: targets %v; inventories %v\n%s\n%s", res.RestartTargetStatus, res.RestartInventoryStatus,
-		res.RestartTargetStatus.Examples(), res.RestartInventoryStatus.Examples())
+	logf("statuses the restart changed: targets %v; inventories %v; inventory versions not Synced meanwhile %v\n%s\n%s", res.RestartTargetStatus, res.RestartInventoryStatus,
+		res.RestartNotSynced, res.RestartTargetStatus.Examples(), res.RestartInventoryStatus.Examples())
 	res.PostgresConnsRestart = conns.reset()
 	stopConns()
 	logf("every binding acknowledged %v after the restart; at most %d Postgres connections; API server and etcd CPU %.1f s meanwhile",
