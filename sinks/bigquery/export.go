@@ -134,9 +134,12 @@ func (x *export) stage(ctx context.Context, upserts, deletes []*rows.Row) (int64
 	loader.CreateDisposition = bigquery.CreateIfNeeded
 	loader.MediaOptions = []googleapi.MediaOption{googleapi.ChunkRetryDeadline(callTimeout)}
 	x.staged = true
+	loader.JobID = newJobID()
 	job, err := loader.Run(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("load the changed rows into %s: %w", x.sql.stage, err)
+		if job = x.started(loader.JobID); job == nil {
+			return 0, fmt.Errorf("load the changed rows into %s: %w", x.sql.stage, err)
+		}
 	}
 	if err := x.wait(ctx, job, nil); err != nil {
 		return 0, fmt.Errorf("load the changed rows into %s: %w", x.sql.stage, err)
@@ -201,9 +204,12 @@ func (x *export) count(ctx context.Context) (int, error) {
 func (x *export) run(ctx context.Context, q *bigquery.Query) (*bigquery.Job, error) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	q.JobID = newJobID()
 	job, err := q.Run(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", verb(q.Q), err)
+		if job = x.started(q.JobID); job == nil {
+			return nil, fmt.Errorf("start %s: %w", verb(q.Q), err)
+		}
 	}
 	return job, nil
 }

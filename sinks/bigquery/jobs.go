@@ -2,6 +2,8 @@ package bigquery
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -26,6 +28,31 @@ const dmlPerTable = 2
 // export waits for that first; a statement's slot is given back only
 // then.
 const abandonedFor = 15 * time.Minute
+
+// newJobID is the id of a job the sink starts: chosen here rather than by
+// the client library, so that a job whose start went unanswered can be
+// found (started).
+func newJobID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "kollect_" + hex.EncodeToString(b[:])
+}
+
+// started finds the job a failed start may have created all the same: the
+// request reached BigQuery and its answer was lost (the export's context
+// ended, a connection was reset). The export then goes on with that job,
+// and waits for it (or leaves it watched, abandon) like any other, instead
+// of starting a second one beside it. nil when BigQuery has no such job or
+// cannot say.
+func (x *export) started(id string) *bigquery.Job {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	job, err := x.s.client.JobFromID(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return job
+}
 
 // slot takes one of the table's statement slots, or fails when ctx ends.
 func (s *Sink) slot(ctx context.Context) (release func(), err error) {

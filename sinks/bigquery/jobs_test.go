@@ -1,8 +1,13 @@
 package bigquery_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,5 +83,79 @@ func TestAJobLeftRunningIsAwaited(t *testing.T) {
 	}
 	if rs := scoped(t, srv, id, ""); ack.Rows != 7 || len(rs) != 7 {
 		t.Fatalf("the table holds %d rows (acknowledged %d), want 7", len(rs), ack.Rows)
+	}
+}
+
+// lostAnswer forwards every request, and for the first one matching drops
+// BigQuery's answer: the request arrived, the job exists, and the sink
+// sees a connection reset.
+type lostAnswer struct {
+	next  http.RoundTripper
+	match func(*http.Request, []byte) bool
+	mu    sync.Mutex
+	lost  int
+}
+
+func (l *lostAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := l.next.RoundTrip(r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && l.lost == 0 && l.match(r, body) {
+		l.lost++
+		resp.Body.Close()
+		return nil, errors.New("read: connection reset by peer")
+	}
+	return resp, err
+}
+
+// TestAJobWhoseStartWentUnansweredIsFound: the answer to the request that
+// started a merge, or a load, is lost. The sink finds the job by the id
+// it chose and goes on with it: the export succeeds, and the statement ran
+// once, not twice.
+func TestAJobWhoseStartWentUnansweredIsFound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		match func(*http.Request, []byte) bool
+	}{
+		{"a merge", func(r *http.Request, body []byte) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/jobs") && bytes.Contains(body, []byte("MERGE"))
+		}},
+		{"a load", func(r *http.Request, _ []byte) bool {
+			return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/upload/")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, key := fake(t)
+			hc, err := sinks.HTTPClient(nil, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lost := &lostAnswer{next: hc.Transport, match: tc.match}
+			cfg := config(srv, key, "")
+			cfg.HTTP = &http.Client{Transport: lost}
+			s := newSink(t, cfg)
+			id := rows.Identity{Namespace: "shop", Name: "inv"}
+			ack, err := s.Export(context.Background(), rows.Diff(nil, sinktest.Snap(id, sinktest.Rows(10, "1"))))
+			if err != nil {
+				t.Fatalf("the export failed on the lost answer: %v", err)
+			}
+			if lost.lost != 1 {
+				t.Fatalf("%d answers lost, want 1: the test no longer loses one", lost.lost)
+			}
+			merges := 0
+			for _, st := range srv.Statements() {
+				if strings.HasPrefix(strings.TrimSpace(st.SQL), "MERGE") {
+					merges++
+				}
+			}
+			if merges != 1 || ack.Rows != 10 || len(scoped(t, srv, id, "")) != 10 {
+				t.Fatalf("%d merges ran, %d rows acknowledged, %d in the table; want 1, 10, 10", merges, ack.Rows, len(scoped(t, srv, id, "")))
+			}
+		})
 	}
 }

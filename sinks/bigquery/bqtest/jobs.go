@@ -41,12 +41,26 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	project := r.PathValue("p")
+	if s.duplicate(w, project, &in) {
+		return
+	}
 	run := func(j *job) (*bq.JobStatistics, *jobError) { return s.query(project, &in, j) }
 	if table, ok := mutates(in.Configuration); ok && s.dmlTakes > 0 {
 		reply(w, s.start(project, &in, table, run).resource)
 		return
 	}
 	reply(w, s.finish(project, &in, run).resource)
+}
+
+// duplicate refuses a job whose id names one that exists, as BigQuery does
+// (409 Already Exists): a client that retries a start whose answer was lost
+// gets this, not a second job.
+func (s *Server) duplicate(w http.ResponseWriter, project string, in *bq.Job) bool {
+	if in.JobReference == nil || in.JobReference.JobId == "" || s.jobs[in.JobReference.JobId] == nil {
+		return false
+	}
+	fail(w, http.StatusConflict, "duplicate", "Already Exists: Job "+project+":"+in.JobReference.JobId)
+	return true
 }
 
 // mutates reports whether a query job changes a table, and which: its
@@ -173,6 +187,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.duplicate(w, project, in) {
+			return
+		}
 		reply(w, s.finish(project, in, func(*job) (*bq.JobStatistics, *jobError) { return s.load(project, in, media) }).resource)
 	case q.Get("uploadType") == "resumable" && q.Get("upload_id") == "":
 		var in bq.Job
@@ -232,6 +249,9 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request, project, id strin
 	media := s.media[id]
 	delete(s.uploads, id)
 	delete(s.media, id)
+	if s.duplicate(w, project, in) {
+		return
+	}
 	reply(w, s.finish(project, in, func(*job) (*bq.JobStatistics, *jobError) { return s.load(project, in, media) }).resource)
 }
 
