@@ -410,8 +410,9 @@ func lastCPU(samples []Sample) float64 {
 	return total + last
 }
 
-// connSampler samples the connections the PostgreSQL server holds for its
-// database, less its own, and keeps the peak.
+// connSampler samples the client connections the PostgreSQL server holds
+// for its database (not its autovacuum workers), less its own, and keeps
+// the peak.
 type connSampler struct {
 	db   *pgx.Conn
 	mu   sync.Mutex
@@ -425,7 +426,7 @@ func (c *connSampler) start(ctx context.Context) (stop func()) {
 		defer close(done)
 		for ctx.Err() == nil {
 			var n int
-			if err := c.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()`).Scan(&n); err == nil {
+			if err := c.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n); err == nil {
 				c.mu.Lock()
 				c.peak = max(c.peak, n)
 				c.mu.Unlock()
