@@ -165,6 +165,19 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 	if !got.full || !slices.Equal(got.next, []string{"a1", "a2"}) || !slices.Equal(got.keep, []string{"typo"}) {
 		t.Fatalf("the database's first export after the restart was %+v, want a full export of a's rows keeping typo's", got)
 	}
+	// Its acknowledgement says it was partial: the count is a's rows only.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		rep := reports.get()
+		if len(rep.Bindings) > 0 && !rep.Bindings[0].LastExport.IsZero() {
+			if !rep.Bindings[0].Partial || rep.Bindings[0].Exported != 2 {
+				t.Fatalf("the partial export's acknowledgement is reported as %+v", rep.Bindings[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no acknowledgement reported: %+v", rep)
+		}
+	}
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Upserts: []*rows.Row{row(a, "a3")}})
 	if got := db.wait(t, 2)[1]; !got.full || !slices.Equal(got.next, []string{"a1", "a2", "a3"}) || !slices.Equal(got.keep, []string{"typo"}) {
 		t.Fatalf("a's next change went out as %+v", got)

@@ -77,6 +77,11 @@ type BindingReport struct {
 	Permanent      bool
 	Circuit        sink.Circuit
 	Failures       int
+	// Partial says the last acknowledged export kept the rows of targets
+	// that had not listed as the sink holds them (rows.Snapshot.Keep):
+	// Exported and LastChecksum count only the others' rows, not what the
+	// sink holds.
+	Partial bool
 	// Waits says the binding exports nothing until every target has
 	// listed: its sink holds no export of this manager's, and its backend
 	// cannot keep the other targets' rows apart (a document layout).
@@ -567,6 +572,7 @@ func (a *actorState) result(r *sink.Result) {
 		b.acked = r.Snapshot
 		b.report.Err, b.report.Permanent = "", false
 		b.report.LastExport, b.report.LastChecksum, b.report.Exported = r.At, r.Snapshot.Checksum, r.Ack.Rows
+		b.report.Partial = r.Snapshot.Partial()
 		b.report.Written, b.report.Bytes, b.report.Parts = r.Ack.Written, r.Ack.Bytes, r.Ack.Parts
 		b.report.Rejected, b.report.RejectedKeys, b.report.RejectedReason = len(r.Ack.Rejected), r.Ack.RejectedKeys(maxRejectedKeys), ""
 		if len(r.Ack.Rejected) > 0 {

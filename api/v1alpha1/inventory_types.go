@@ -77,7 +77,9 @@ type InventorySinkExportStatus struct {
 	// +optional
 	LastChecksum string `json:"lastChecksum,omitempty"`
 	// exportedCount is the number of rows the sink acknowledged in that
-	// export.
+	// export. An export that left the rows of targets still listing as the
+	// sink holds them (after a restart) keeps the last complete export's
+	// count and lastChecksum.
 	// +optional
 	ExportedCount *int64 `json:"exportedCount,omitempty"`
 	// lastWrittenCount is what that export wrote: rows inserted, updated or

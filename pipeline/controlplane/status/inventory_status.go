@@ -222,10 +222,13 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 		if !b.LastExport.IsZero() {
 			t := metav1.NewTime(b.LastExport)
 			n, w, by := int64(b.Exported), int64(b.Written), b.Bytes
-			e.LastExportTime, e.LastChecksum, e.ExportedCount = &t, b.LastChecksum, &n
+			e.LastExportTime = &t
+			if !b.Partial || e.ExportedCount == nil {
+				e.LastChecksum, e.ExportedCount = b.LastChecksum, &n
+			} // else: the sink still holds the kept rows; the last complete export's count and checksum stand
 			e.LastWrittenCount, e.LastExportBytes, e.LastExportParts = &w, &by, int32(b.Parts)
 			e.RejectedCount, e.RejectedKeys, e.RejectedReason = int32(b.Rejected), b.RejectedKeys, b.RejectedReason
-			minCount = lower(minCount, &n)
+			minCount = lower(minCount, e.ExportedCount)
 			if s.LastExportTime == nil || t.After(s.LastExportTime.Time) {
 				s.LastExportTime = &t
 			}

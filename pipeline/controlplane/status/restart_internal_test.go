@@ -71,3 +71,27 @@ func TestWaitingTargetsAfterARestartChangeNothingTheSinksHold(t *testing.T) {
 		})
 	}
 }
+
+// An export that kept the rows of a target still listing (a partial
+// snapshot after a restart) counts only the other targets' rows: the sink
+// still holds the kept ones, so exportedCount and lastChecksum keep the
+// last complete export's, while the export's time moves on. A complete
+// export sets them again.
+func TestAPartialExportKeepsTheLastCompleteCount(t *testing.T) {
+	var s kollectv1alpha1.KollectInventoryStatus
+	complete := &inventory.Report{ItemCount: 20, Bindings: []inventory.BindingReport{{Key: "event/log", LastExport: time.Unix(100, 0), Exported: 20, LastChecksum: "all"}}}
+	inventoryStatus(&s, Verdict{Generation: 1}, complete)
+	partial := &inventory.Report{ItemCount: 0, Waiting: []string{"KollectTarget:team/t"}, Settling: true,
+		Bindings: []inventory.BindingReport{{Key: "event/log", LastExport: time.Unix(200, 0), Exported: 0, LastChecksum: "none", Partial: true}}}
+	inventoryStatus(&s, Verdict{Generation: 1}, partial)
+	e := s.SinkExports[0]
+	if *e.ExportedCount != 20 || e.LastChecksum != "all" || !e.LastExportTime.Time.Equal(time.Unix(200, 0)) || *s.ExportedCount != 20 {
+		t.Fatalf("after a partial export: exportedCount %d (inventory %d), checksum %q, time %v; want 20, \"all\", the partial export's time",
+			*e.ExportedCount, *s.ExportedCount, e.LastChecksum, e.LastExportTime)
+	}
+	again := &inventory.Report{ItemCount: 19, Bindings: []inventory.BindingReport{{Key: "event/log", LastExport: time.Unix(300, 0), Exported: 19, LastChecksum: "new"}}}
+	inventoryStatus(&s, Verdict{Generation: 1}, again)
+	if e := s.SinkExports[0]; *e.ExportedCount != 19 || e.LastChecksum != "new" {
+		t.Fatalf("after a complete export: exportedCount %d, checksum %q", *e.ExportedCount, e.LastChecksum)
+	}
+}
