@@ -273,7 +273,14 @@ func (e *Engine) FreezeTarget(ref messages.TargetRef) {
 	if ent != nil {
 		gvrs, ent.gvrs = ent.gvrs, nil
 	}
+	refused := ent == nil && !e.refused[ref]
+	if refused {
+		e.refused[ref] = true
+	}
 	e.mu.Unlock()
+	if refused {
+		e.relink(ref) // its inventories stop settling for it
+	}
 	if ent == nil {
 		return
 	}

@@ -26,15 +26,21 @@ type links struct {
 	inventories map[string]*inventoryEntry
 	nsInvs      map[string]map[string]*inventoryEntry // namespaced, by namespace
 	clusterInvs map[string]*inventoryEntry
+
+	// refused are targets frozen before they ever ran in this process (a
+	// profile that does not exist after a restart): their inventories say
+	// at once that they wait for them (inventory.Config.Refused).
+	refused map[messages.TargetRef]bool
 }
 
 func newLinks() links {
 	return links{targets: map[messages.TargetRef]*targetEntry{}, nsTargets: map[string]map[messages.TargetRef]*targetEntry{},
 		clusterTgts: map[messages.TargetRef]*targetEntry{}, inventories: map[string]*inventoryEntry{},
-		nsInvs: map[string]map[string]*inventoryEntry{}, clusterInvs: map[string]*inventoryEntry{}}
+		nsInvs: map[string]map[string]*inventoryEntry{}, clusterInvs: map[string]*inventoryEntry{}, refused: map[messages.TargetRef]bool{}}
 }
 
 func (l *links) addTarget(ref messages.TargetRef, t *targetEntry) {
+	delete(l.refused, ref)
 	l.targets[ref] = t
 	if ref.Kind == ClusterTargetKind {
 		l.clusterTgts[ref] = t
@@ -44,6 +50,7 @@ func (l *links) addTarget(ref messages.TargetRef, t *targetEntry) {
 }
 
 func (l *links) dropTarget(ref messages.TargetRef) {
+	delete(l.refused, ref)
 	delete(l.targets, ref)
 	delete(l.clusterTgts, ref)
 	drop(l.nsTargets, ref.Namespace, ref)
@@ -105,6 +112,9 @@ func (l *links) config(ent *inventoryEntry, batch time.Duration) *inventory.Conf
 	for _, ref := range s.Expect {
 		if l.targets[ref] == nil {
 			cfg.Missing = append(cfg.Missing, ref)
+			if l.refused[ref] {
+				cfg.Refused = append(cfg.Refused, ref)
+			}
 		}
 	}
 	if s.Cluster {

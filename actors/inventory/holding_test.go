@@ -271,3 +271,34 @@ func TestATargetThatJoinsIsNotSettling(t *testing.T) {
 		}
 	}
 }
+
+// A target the operator refused to run (degraded before it ever ran, say
+// its profile is gone) is waited for at once: its inventory does not
+// settle for it.
+func TestARefusedTargetIsNotSettling(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	broken := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "broken"}
+	reports := &lastReport{}
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "refused", nil))
+	configure := func(refused ...messages.TargetRef) {
+		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
+			Missing: []messages.TargetRef{broken}, Refused: refused, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+	}
+	wait := func(settling bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if rep := reports.get(); len(rep.Waiting) == 1 && rep.Settling == settling {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no report with settling %v: %+v", settling, reports.get())
+			}
+		}
+	}
+	configure()
+	wait(true) // not started yet: it may still run
+	configure(broken)
+	wait(false)
+}

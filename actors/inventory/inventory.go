@@ -30,7 +30,11 @@ type Config struct {
 	// target that cannot start): the inventory does not export until they
 	// run and have listed their objects, so it never exports a state it has
 	// not fully observed.
-	Missing     []messages.TargetRef
+	Missing []messages.TargetRef
+	// Refused are the Missing targets the operator refused to run (one
+	// degraded since before it ever ran): waiting for them is news at
+	// once, not part of settling after a start.
+	Refused     []messages.TargetRef
 	BatchWindow time.Duration
 	// DedupeByUID keeps one row per object when several targets collect it
 	// (KollectClusterInventory dedupe: byResourceUID).
@@ -324,6 +328,9 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	// current rows to every binding; those that acknowledged them skip.
 	a.dirty = a.dirty || genChanged || spawned
 	a.schedule(ctx)
+	if len(cfg.Refused) > 0 {
+		a.sendReport() // no longer settling for a target that cannot run
+	}
 }
 
 // sameBinding reports whether a running binding can keep its actor.

@@ -47,10 +47,14 @@ func (a *actorState) grace() time.Duration {
 }
 
 // settling reports whether the actor started less than its grace ago and
-// waits only for targets it read from the start: a target that joined
-// since (its rows never exported) is news.
+// waits only for targets it read from the start that may yet run: a target
+// that joined since (its rows never exported) or one the operator refused
+// to run is news.
 func (a *actorState) settling() bool {
 	if !a.startedAt.IsZero() && time.Since(a.startedAt) >= a.grace() {
+		return false
+	}
+	if len(a.cfg.Refused) > 0 {
 		return false
 	}
 	for _, ref := range a.cfg.Missing {
