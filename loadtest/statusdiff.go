@@ -33,6 +33,19 @@ func statuses(ctx context.Context, c client.Client, listKind string) (map[string
 	return out, nil
 }
 
+// clusterStatuses are the statuses of every target and inventory.
+type clusterStatuses struct{ targets, inventories map[string]any }
+
+func readStatuses(ctx context.Context, c client.Client) (clusterStatuses, error) {
+	var s clusterStatuses
+	var err error
+	if s.targets, err = statuses(ctx, c, "KollectTargetList"); err != nil {
+		return s, err
+	}
+	s.inventories, err = statuses(ctx, c, "KollectInventoryList")
+	return s, err
+}
+
 // StatusChanges says how many objects' statuses differ between two reads
 // and which fields moved, counted over every changed object: what a
 // restart wrote that it need not have.
@@ -201,7 +214,7 @@ func watchInventoryConditions(ctx context.Context, cfg *rest.Config) (*condition
 			if !ok || ev.Type != watch.Modified {
 				continue
 			}
-			if status, reason := syncedCondition(u); status != "True" {
+			if status, reason := conditionOf(u, "Synced"); status != "True" {
 				cw.mu.Lock()
 				cw.reasons[status+"/"+reason]++
 				cw.mu.Unlock()
@@ -219,15 +232,4 @@ func (cw *conditionWatch) finish() map[string]int {
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	return cw.reasons
-}
-
-func syncedCondition(u *unstructured.Unstructured) (status, reason string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Synced" {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-		}
-	}
-	return status, reason
 }

@@ -259,11 +259,7 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 			c.EditTook.Round(time.Millisecond), c.StatusBytes, res.SeriesBeforeChurn, res.SeriesAfterChurn, c.SeriesOfGone)
 	}
 
-	beforeTargets, err := statuses(ctx, env.Client, "KollectTargetList")
-	if err != nil {
-		return res, err
-	}
-	beforeInvs, err := statuses(ctx, env.Client, "KollectInventoryList")
+	before, err := readStatuses(ctx, env.Client)
 	if err != nil {
 		return res, err
 	}
@@ -313,17 +309,13 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	if res.RestartHeapProfile, err = op.heapProfile(); err != nil {
 		logf("%v", err)
 	}
-	afterTargets, err := statuses(ctx, env.Client, "KollectTargetList")
-	if err != nil {
-		return res, err
-	}
-	afterInvs, err := statuses(ctx, env.Client, "KollectInventoryList")
+	after, err := readStatuses(ctx, env.Client)
 	if err != nil {
 		return res, err
 	}
 	res.RestartNotSynced = flips.finish()
-	res.RestartTargetStatus = diffStatuses(beforeTargets, afterTargets)
-	res.RestartInventoryStatus = diffStatuses(beforeInvs, afterInvs)
+	res.RestartTargetStatus = diffStatuses(before.targets, after.targets)
+	res.RestartInventoryStatus = diffStatuses(before.inventories, after.inventories)
 	logf("statuses the restart changed: targets %v; inventories %v; inventory versions not Synced meanwhile %v\n%s\n%s", res.RestartTargetStatus, res.RestartInventoryStatus,
 		res.RestartNotSynced, res.RestartTargetStatus.Examples(), res.RestartInventoryStatus.Examples())
 	res.PostgresConnsRestart = conns.reset()
@@ -472,50 +464,57 @@ func waitInventories(ctx context.Context, c client.Client, n int, limit time.Dur
 }
 
 func condition(u *unstructured.Unstructured, typ string) string {
+	status, _ := conditionOf(u, typ)
+	return status
+}
+
+// conditionOf is the status and reason of u's condition typ ("" when it
+// has none).
+func conditionOf(u *unstructured.Unstructured, typ string) (status, reason string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			s, _ := m["status"].(string)
-			return s
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			return status, reason
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// everyBinding reports whether u has its three sink exports and ok holds
+// for each.
+func everyBinding(u *unstructured.Unstructured, ok func(export map[string]any) bool) bool {
+	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
+	if len(exports) != 3 {
+		return false
+	}
+	for _, e := range exports {
+		if m, _ := e.(map[string]any); !ok(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // exportedSince reports whether every binding of u acknowledged an export
 // after t. Status times have whole seconds: an export in t's second may
 // be the previous process's, so only a later second counts.
 func exportedSince(u *unstructured.Unstructured, t time.Time) bool {
-	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
-	if len(exports) != 3 {
-		return false
-	}
-	for _, e := range exports {
-		m, _ := e.(map[string]any)
+	return everyBinding(u, func(m map[string]any) bool {
 		at, _ := m["lastExportTime"].(string)
 		ts, err := time.Parse(time.RFC3339, at)
-		if err != nil || ts.Before(t.Truncate(time.Second).Add(time.Second)) {
-			return false
-		}
-	}
-	return true
+		return err == nil && !ts.Before(t.Truncate(time.Second).Add(time.Second))
+	})
 }
 
 // exportedAll reports whether every binding of u acknowledged an export of
 // n rows.
 func exportedAll(u *unstructured.Unstructured, n int) bool {
-	exports, _, _ := unstructured.NestedSlice(u.Object, "status", "sinkExports")
-	if len(exports) != 3 {
-		return false
-	}
-	for _, e := range exports {
-		m, _ := e.(map[string]any)
-		if count, _ := m["exportedCount"].(int64); count != int64(n) {
-			return false
-		}
-	}
-	return true
+	return everyBinding(u, func(m map[string]any) bool {
+		count, _ := m["exportedCount"].(int64)
+		return count == int64(n)
+	})
 }
 
 // lastAcks is, per sink name, how long after since the last inventory's
@@ -561,14 +560,13 @@ func mirrors(dir string) (int, int64) {
 
 // largestStatus is the size of the largest status of kind's objects.
 func largestStatus(ctx context.Context, c client.Client, listKind string) (int, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "kollect.dev", Version: "v1alpha1", Kind: listKind})
-	if err := c.List(ctx, list); err != nil {
+	all, err := statuses(ctx, c, listKind)
+	if err != nil {
 		return 0, err
 	}
 	largest := 0
-	for _, u := range list.Items {
-		b, _ := json.Marshal(u.Object["status"])
+	for _, st := range all {
+		b, _ := json.Marshal(st)
 		largest = max(largest, len(b))
 	}
 	return largest, nil

@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -75,6 +76,19 @@ type lastReport struct {
 
 func (l *lastReport) InventoryReport(r inventory.Report) { l.mu.Lock(); l.rep = r; l.mu.Unlock() }
 func (l *lastReport) get() inventory.Report              { l.mu.Lock(); defer l.mu.Unlock(); return l.rep }
+
+// await waits up to 5 s for a report ok accepts and returns it.
+func (l *lastReport) await(t *testing.T, what string, ok func(inventory.Report) bool) inventory.Report {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rep := l.get(); ok(rep) {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: last report %+v", what, l.get())
+		}
+	}
+}
 
 // A target that cannot list (a typo in its profile, a scope that denies
 // it, an actor that restarts) holds only itself: the targets that listed
@@ -166,17 +180,11 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 		t.Fatalf("the database's first export after the restart was %+v, want a full export of a's rows keeping typo's", got)
 	}
 	// Its acknowledgement says it was partial: the count is a's rows only.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		rep := reports.get()
-		if len(rep.Bindings) > 0 && !rep.Bindings[0].LastExport.IsZero() {
-			if !rep.Bindings[0].Partial || rep.Bindings[0].Exported != 2 {
-				t.Fatalf("the partial export's acknowledgement is reported as %+v", rep.Bindings[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no acknowledgement reported: %+v", rep)
-		}
+	acked := reports.await(t, "an acknowledgement", func(r inventory.Report) bool {
+		return len(r.Bindings) > 0 && !r.Bindings[0].LastExport.IsZero()
+	})
+	if b := acked.Bindings[0]; !b.Partial || b.Exported != 2 {
+		t.Fatalf("the partial export's acknowledgement is reported as %+v", b)
 	}
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Upserts: []*rows.Row{row(a, "a3")}})
 	if got := db.wait(t, 2)[1]; !got.full || !slices.Equal(got.next, []string{"a1", "a2", "a3"}) || !slices.Equal(got.keep, []string{"typo"}) {
@@ -226,19 +234,10 @@ func TestAStartedInventorySettlesForAGrace(t *testing.T) {
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 		Targets: []inventory.Target{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
 		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
-	waitFor := func(what string, ok func(inventory.Report) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(reports.get()); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: last report %+v", what, reports.get())
-			}
-		}
-	}
-	waitFor("a report while the target lists", func(r inventory.Report) bool { return len(r.Waiting) == 1 })
-	if rep := reports.get(); !rep.Settling {
+	if rep := reports.await(t, "a report while the target lists", func(r inventory.Report) bool { return len(r.Waiting) == 1 }); !rep.Settling {
 		t.Fatalf("the first report does not say it is settling: %+v", rep)
 	}
-	waitFor("a report once the grace ended", func(r inventory.Report) bool { return len(r.Waiting) == 1 && !r.Settling })
+	reports.await(t, "a report once the grace ended", func(r inventory.Report) bool { return len(r.Waiting) == 1 && !r.Settling })
 }
 
 // A target that joins a started inventory, still within its grace, is
@@ -259,16 +258,9 @@ func TestATargetThatJoinsIsNotSettling(t *testing.T) {
 	configure(inventory.Target{Ref: a, PID: pa})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true})
 	configure(inventory.Target{Ref: a, PID: pa}, inventory.Target{Ref: b, PID: silent()})
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rep := reports.get(); slices.Equal(rep.Waiting, []string{"KollectTarget:team/b"}) {
-			if rep.Settling {
-				t.Fatalf("waiting for a target that joined is reported as settling: %+v", rep)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report waits for b: %+v", reports.get())
-		}
+	rep := reports.await(t, "a report that waits for b", func(r inventory.Report) bool { return slices.Equal(r.Waiting, []string{"KollectTarget:team/b"}) })
+	if rep.Settling {
+		t.Fatalf("waiting for a target that joined is reported as settling: %+v", rep)
 	}
 }
 
@@ -288,14 +280,7 @@ func TestARefusedTargetIsNotSettling(t *testing.T) {
 	}
 	wait := func(settling bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if rep := reports.get(); len(rep.Waiting) == 1 && rep.Settling == settling {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no report with settling %v: %+v", settling, reports.get())
-			}
-		}
+		reports.await(t, fmt.Sprintf("a report with settling %v", settling), func(r inventory.Report) bool { return len(r.Waiting) == 1 && r.Settling == settling })
 	}
 	configure()
 	wait(true) // not started yet: it may still run

@@ -255,8 +255,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.result(msg)
 	case *actor.Restarting:
 		a.stopTimer()
-		a.stopSettling()
-		a.startedAt = time.Time{} // the restarted actor settles again
+		a.stopSettling() // the restarted actor is a new one: it settles again
 	case *actor.Stopping:
 		a.stopTimer()
 		a.stopSettling()

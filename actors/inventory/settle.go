@@ -57,13 +57,8 @@ func (a *actorState) settling() bool {
 	if len(a.cfg.Refused) > 0 {
 		return false
 	}
-	for _, ref := range a.cfg.Missing {
+	for _, ref := range a.heldTargets() {
 		if !a.initial[ref] {
-			return false
-		}
-	}
-	for ref := range a.targets {
-		if !a.listed[ref] && !a.initial[ref] {
 			return false
 		}
 	}

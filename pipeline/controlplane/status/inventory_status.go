@@ -190,8 +190,13 @@ func lower(a, b *int64) *int64 {
 // stillHolds reports whether a sinkExports entry says its sink
 // acknowledged an export of generation gen.
 func stillHolds(e kollectv1alpha1.InventorySinkExportStatus, gen int64) bool {
-	c := meta.FindStatusCondition(e.Conditions, TypeSynced)
-	return e.LastExportTime != nil && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
+	return e.LastExportTime != nil && syncedAt(e.Conditions, gen)
+}
+
+// syncedAt reports whether conds say Synced=True for generation gen.
+func syncedAt(conds []metav1.Condition, gen int64) bool {
+	c := meta.FindStatusCondition(conds, TypeSynced)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
 // applyBindings writes sinkExports and the aggregate conditions: an entry
@@ -211,8 +216,7 @@ func applyBindings(s *kollectv1alpha1.KollectInventoryStatus, rep *inventory.Rep
 		prev[e.Name] = e
 	}
 	s.SinkExports = nil
-	synced := meta.FindStatusCondition(s.Conditions, TypeSynced)
-	wasSynced := synced != nil && synced.Status == metav1.ConditionTrue && synced.ObservedGeneration == gen
+	wasSynced := syncedAt(s.Conditions, gen)
 	exported, failed, pending, terminal := 0, 0, 0, 0
 	var minCount *int64
 	var failures []string
