@@ -2,10 +2,8 @@ package bigquery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 
@@ -34,33 +32,33 @@ const writerKey = scopeCondition + ` AND t.sink_table = @sink_table`
 // ensureWriters creates the writer table once. Credentials that may not
 // create it (mode existing on a locked-down dataset) run without writer
 // records: ok is false, and the sink exports as before.
-func (s *Sink) ensureWriters(ctx context.Context) (ok bool, err error) {
-	if err := s.prepare(ctx); err != nil {
+func (t *table) ensureWriters(ctx context.Context) (ok bool, err error) {
+	if err := t.prepare(ctx); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.writersReady != 0 {
-		return s.writersReady > 0, nil
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.writersReady != 0 {
+		return t.writersReady > 0, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	err = s.client.Dataset(s.cfg.Dataset).Table(writersTable).Create(cctx, &bigquery.TableMetadata{Schema: writersSchema(),
+	err = t.client.Dataset(t.cfg.Dataset).Table(writersTable).Create(cctx, &bigquery.TableMetadata{Schema: writersSchema(),
 		Description: "Kollect: which operator writes each inventory of each table"})
 	switch {
 	case err == nil, hasStatus(err, http.StatusConflict):
-		s.writersReady = 1
+		t.writersReady = 1
 	case hasStatus(err, http.StatusForbidden):
-		s.writersReady = -1
+		t.writersReady = -1
 		return false, nil
 	default:
-		return false, s.classify("create the writer table", err)
+		return false, classify(t.cfg, "create the writer table", err)
 	}
 	return true, nil
 }
 
 func (s *Sink) writerParams(id rows.Identity, writer string) []bigquery.QueryParameter {
-	p := append(params(id.Namespace, id.Name, s.cfg.Cluster, time.Time{}, false), bigquery.QueryParameter{Name: "sink_table", Value: s.cfg.Table})
+	p := append(params(id.Namespace, id.Name, s.cfg.Cluster), bigquery.QueryParameter{Name: "sink_table", Value: s.cfg.Table})
 	if writer != "" {
 		p = append(p, bigquery.QueryParameter{Name: "writer", Value: writer})
 	}
@@ -72,34 +70,25 @@ func (s *Sink) writers() string { return quote(s.cfg.Project, s.cfg.Dataset, wri
 // Writer returns the writer recorded for the inventory in this sink's
 // table and cluster.
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
-	if ok, err := s.ensureWriters(ctx); !ok {
+	if ok, err := s.t.ensureWriters(ctx); !ok {
 		return "", err
 	}
-	q := s.client.Query(`SELECT writer FROM ` + s.writers() + ` AS t WHERE ` + writerKey)
+	q := s.t.client.Query(`SELECT writer FROM ` + s.writers() + ` AS t WHERE ` + writerKey)
 	q.Parameters = s.writerParams(id, "")
-	x := &export{s: s}
-	job, err := x.run(ctx, q)
+	var w string
+	err := s.t.read(ctx, q, 1, func(row []bigquery.Value) error {
+		w, _ = row[0].(string)
+		return nil
+	})
 	if err != nil {
-		return "", s.classify("read the writer record", err)
+		return "", fmt.Errorf("read the writer record: %w", err)
 	}
-	it, err := job.Read(ctx)
-	if err != nil {
-		return "", s.classify("read the writer record", err)
-	}
-	var row []bigquery.Value
-	switch err := it.Next(&row); {
-	case errors.Is(err, done):
-		return "", nil
-	case err != nil:
-		return "", s.classify("read the writer record", err)
-	}
-	w, _ := row[0].(string)
 	return w, nil
 }
 
 // SetWriter records (or, for "", removes) the inventory's writer.
 func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) error {
-	if ok, err := s.ensureWriters(ctx); !ok {
+	if ok, err := s.t.ensureWriters(ctx); !ok {
 		return err
 	}
 	sql := `DELETE FROM ` + s.writers() + ` AS t WHERE ` + writerKey
@@ -109,15 +98,11 @@ WHEN MATCHED THEN UPDATE SET writer = @writer, updated_at = CURRENT_TIMESTAMP()
 WHEN NOT MATCHED THEN INSERT (sink_table, cluster, inventory_namespace, inventory_name, writer, updated_at)
   VALUES (@sink_table, @cluster, @inventory_namespace, @inventory_name, @writer, CURRENT_TIMESTAMP())`
 	}
-	q := s.client.Query(sql)
+	q := s.t.client.Query(sql)
 	q.Parameters = s.writerParams(id, writer)
-	if err := s.settle(ctx, id.Namespace, id.Name); err != nil {
-		return err
-	}
-	x := &export{s: s, ns: id.Namespace, name: id.Name}
-	job, err := x.run(ctx, q)
+	job, err := s.t.start(ctx, q)
 	if err == nil {
-		err = x.wait(ctx, job, nil)
+		err = s.t.wait(ctx, job, nil)
 	}
 	if err != nil {
 		return s.classify(fmt.Sprintf("record writer %q", writer), err)

@@ -3,17 +3,20 @@
 // table partitioned by day on exported_at and clustered by cluster,
 // inventory and resource namespace (SEMANTICS §11.8).
 //
-// An export stages only what changed (the changed rows and the keys of
-// the deleted ones) with a load job from an in-memory NDJSON source into a
-// staging table of its own, then runs one MERGE (insert new rows, update
-// rows whose content differs) and one DELETE keyed on (inventory_namespace,
-// inventory_name, cluster, target_name, source_uid), then counts what the
-// table holds for the inventory. Row content only ever travels in the load
-// job: statements are fixed text with query parameters, and never grow
-// with the inventory. When the sink does not know what the table holds
-// (its first export in this process, after a failed export, or when the
-// count disagrees), it stages every row and the DELETE removes the rows
-// the staging table does not hold; the MERGE still rewrites only rows that
+// The exports of every inventory this process writes into one table with
+// the same credentials run together as batches (batch.go): a load job
+// fills a staging table of the batch's own with each inventory's header
+// (full or delta), its changed rows, the keys of its deleted ones and the
+// targets it keeps; then one MERGE (insert new rows, update rows whose
+// content differs), one SELECT counting per inventory what the table
+// holds, what goes and what was written, and one DELETE of what goes, all
+// keyed on (cluster, inventory_namespace, inventory_name, target_name,
+// source_uid). Row content only ever travels in the load job: statements
+// are fixed text with query parameters, and never grow with the
+// inventory. When the sink does not know what the table holds (its first
+// export in this process, after a failed export, or when the count
+// disagrees), it stages every row and the DELETE removes the rows the
+// staging table does not hold; the MERGE still rewrites only rows that
 // differ, so a restart writes nothing.
 //
 // Statements are idempotent and need no multi-statement transaction: an

@@ -13,7 +13,10 @@ import (
 
 // classify turns a client error into a message that says what to fix,
 // marked permanent when retrying cannot help.
-func (s *Sink) classify(op string, err error) error {
+func (s *Sink) classify(op string, err error) error { return classify(s.cfg, op, err) }
+
+// classify is Sink.classify for any sink of cfg's table.
+func classify(cfg Config, op string, err error) error {
 	if errors.Is(err, sinks.ErrPermanent) {
 		return err
 	}
@@ -27,7 +30,7 @@ func (s *Sink) classify(op string, err error) error {
 				return fmt.Errorf("bigquery %s: over quota, retried later (%s)", op, ge.Message)
 			}
 			return sinks.Permanent(fmt.Errorf("bigquery %s: permission denied; grant the service account roles/bigquery.dataEditor on dataset %s and roles/bigquery.jobUser on project %s (%s)",
-				op, s.cfg.Dataset, s.cfg.Project, ge.Message))
+				op, cfg.Dataset, cfg.Project, ge.Message))
 		}
 	}
 	var be *bigquery.Error

@@ -11,23 +11,26 @@ import (
 )
 
 // BigQuery runs at most two statements that change one table at once and
-// queues a few more; past that it fails them. The sinks of this process
-// that write one table (a thousand inventories on one table) therefore
-// share dmlPerTable slots: a statement takes one before it starts and
-// gives it back once BigQuery reports it done, so the process never
-// queues statements in BigQuery nor has them refused.
+// queues a few more; past that it fails them. The tables of this process
+// that write one BigQuery table (sinks with different credentials each
+// batch on their own) therefore share dmlPerTable slots: a statement
+// takes one before it starts and gives it back once BigQuery reports it
+// done, so the process never queues statements in BigQuery nor has them
+// refused.
 const dmlPerTable = 2
 
-// A job runs to its end in BigQuery whether or not anyone waits for it.
-// An export whose context ends while it waits for a job (a cancel, a
-// shutdown, the binding's timeout) leaves the job running: the next
-// export of the inventory would then load the staging table or change
-// the table while it runs (a late load replacing the newer staged rows,
-// two merges of the same rows at once). So a job left behind is watched
-// until it ends, for at most abandonedFor, and the inventory's next
-// export waits for that first; a statement's slot is given back only
-// then.
-const abandonedFor = 15 * time.Minute
+// A job runs to its end in BigQuery whether or not anyone waits for it,
+// so a batch waits for its jobs however long its exports wait (an export
+// whose context ends leaves the batch running, and its inventory's next
+// export queues behind it): no load or statement of a batch ever runs
+// beside the next batch's. batchFor bounds that wait; only the last sink
+// of a table letting go of it (closing) ends it sooner.
+const batchFor = 15 * time.Minute
+
+// callTimeout bounds one API call and the client's own retries of it (a
+// refused connection is retried until the context ends): the binding's
+// back-off and circuit breaker take over from there.
+const callTimeout = 15 * time.Second
 
 // newJobID is the id of a job the sink starts: chosen here rather than by
 // the client library, so that a job whose start went unanswered can be
@@ -38,16 +41,29 @@ func newJobID() string {
 	return "kollect_" + hex.EncodeToString(b[:])
 }
 
+// start starts a query job.
+func (t *table) start(ctx context.Context, q *bigquery.Query) (*bigquery.Job, error) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	q.JobID = newJobID()
+	job, err := q.Run(cctx)
+	if err != nil {
+		if job = t.started(q.JobID); job == nil {
+			return nil, classify(t.cfg, "start "+verb(q.Q), err)
+		}
+	}
+	return job, nil
+}
+
 // started finds the job a failed start may have created all the same: the
-// request reached BigQuery and its answer was lost (the export's context
-// ended, a connection was reset). The export then goes on with that job,
-// and waits for it (or leaves it watched, abandon) like any other, instead
-// of starting a second one beside it. nil when BigQuery has no such job or
-// cannot say.
-func (x *export) started(id string) *bigquery.Job {
+// request reached BigQuery and its answer was lost (a connection reset,
+// the client library's retry answered 409 Already Exists). The batch then
+// goes on with that job, instead of starting a second one beside it. nil
+// when BigQuery has no such job or cannot say.
+func (t *table) started(id string) *bigquery.Job {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	job, err := x.s.client.JobFromID(ctx, id)
+	job, err := t.client.JobFromID(ctx, id)
 	if err != nil {
 		return nil
 	}
@@ -55,52 +71,34 @@ func (x *export) started(id string) *bigquery.Job {
 }
 
 // slot takes one of the table's statement slots, or fails when ctx ends.
-func (s *Sink) slot(ctx context.Context) (release func(), err error) {
+func (t *table) slot(ctx context.Context) (release func(), err error) {
 	select {
-	case s.slots <- struct{}{}:
-		return func() { <-s.slots }, nil
+	case t.slots <- struct{}{}:
+		return func() { <-t.slots }, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for the other statements on %s: %w", s.cfg.Table, ctx.Err())
+		return nil, fmt.Errorf("wait for the other statements on %s: %w", t.cfg.Table, ctx.Err())
 	}
 }
 
-// abandon watches a job the export stopped waiting for, then calls
-// release (may be nil). The inventory's next export waits for it (settle).
-func (x *export) abandon(job *bigquery.Job, release func()) {
-	done := make(chan struct{})
-	s, key := x.s, x.ns+"/"+x.name
-	s.mu.Lock()
-	s.abandoned[key] = done
-	s.mu.Unlock()
-	go func() {
-		defer close(done)
-		if release != nil {
-			defer release()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), abandonedFor)
-		defer cancel()
-		_, _ = job.Wait(ctx) // its outcome is the next export's to find
-		s.mu.Lock()
-		if s.abandoned[key] == done {
-			delete(s.abandoned, key)
-		}
-		s.mu.Unlock()
-	}()
+// wait waits for a job and returns the error it ended with, then calls
+// release (may be nil).
+func (t *table) wait(ctx context.Context, job *bigquery.Job, release func()) error {
+	st, err := job.Wait(ctx)
+	if release != nil {
+		release()
+	}
+	if err != nil {
+		return err
+	}
+	return st.Err()
 }
 
-// settle waits until no job an earlier export of the inventory left
-// behind is still running.
-func (s *Sink) settle(ctx context.Context, namespace, name string) error {
-	s.mu.Lock()
-	done := s.abandoned[namespace+"/"+name]
-	s.mu.Unlock()
-	if done == nil {
-		return nil
+// verb names a statement in messages.
+func verb(sql string) string {
+	for i, r := range sql {
+		if r == ' ' || r == '\n' {
+			return sql[:i]
+		}
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the jobs of the last export, still running in BigQuery: %w", ctx.Err())
-	}
+	return sql
 }

@@ -14,20 +14,23 @@ import (
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/bigquery"
 	"kollect.dev/kollect/sinks/sinktest"
 )
 
-// TestInventoriesOnOneTableRunTwoStatementsAtOnce: BigQuery runs two
-// statements that change a table at once and refuses what queues past a
-// few more. Eight inventories exporting to one table at once, through the
-// sinks of one process, never have more than two running.
-func TestInventoriesOnOneTableRunTwoStatementsAtOnce(t *testing.T) {
+// TestInventoriesOnOneTableExportInBatches: forty inventories exporting
+// to one table at once, three times each, through the sinks of one
+// process, share one client and run as a few batches: far fewer loads
+// and statements than exports, never more than two statements changing
+// the table at once, and every inventory exact.
+func TestInventoriesOnOneTableExportInBatches(t *testing.T) {
 	srv, key := fake(t)
 	srv.StatementsTake(50 * time.Millisecond)
 	clients := &sinks.Clients{}
+	const teams, rounds = 40, 3
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
+	errs := make(chan error, teams)
+	for i := range teams {
 		cfg := config(srv, key, "")
 		cfg.Clients = clients
 		s := newSink(t, cfg)
@@ -35,11 +38,14 @@ func TestInventoriesOnOneTableRunTwoStatementsAtOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"}
-			for v := range 3 {
-				if _, err := s.Export(context.Background(), rows.Diff(nil, sinktest.Snap(id, sinktest.Rows(5, fmt.Sprint(v))))); err != nil {
+			var prev *rows.Snapshot
+			for v := range rounds {
+				next := sinktest.Snap(id, sinktest.Rows(5, fmt.Sprint(v)))
+				if _, err := s.Export(context.Background(), rows.Diff(prev, next)); err != nil {
 					errs <- fmt.Errorf("%s: %w", id.Namespace, err)
 					return
 				}
+				prev = next
 			}
 		}()
 	}
@@ -48,19 +54,64 @@ func TestInventoriesOnOneTableRunTwoStatementsAtOnce(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	if n := clients.Open(); n != 2 {
+		t.Errorf("%d shared clients open, want 2 (the table's client and its statement slots)", n)
+	}
+	merges := 0
+	for _, st := range srv.Statements() {
+		if strings.HasPrefix(st.SQL, "MERGE") {
+			merges++
+		}
+	}
+	t.Logf("%d exports: %d loads, %d merges", teams*rounds, srv.Loads(), merges)
+	if srv.Loads() > teams*rounds/4 || merges > teams*rounds/4 {
+		t.Errorf("%d exports ran %d loads and %d merges, want at most a quarter as many: they are not batched", teams*rounds, srv.Loads(), merges)
+	}
 	if got := srv.MostRunning(project + "." + dataset + "." + table); got < 1 || got > 2 {
 		t.Fatalf("at most %d statements changed the table at once, want 1 or 2", got)
 	}
-	if _, rs, _ := srv.Table(project, dataset, table); len(rs) != 8*5 {
-		t.Fatalf("the table holds %d rows, want %d", len(rs), 8*5)
+	for i := range teams {
+		if rs := scoped(t, srv, rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"}, ""); len(rs) != 5 ||
+			!strings.Contains(rs[0].Values["payload"].(string), fmt.Sprintf("app:%d", rounds-1)) {
+			t.Fatalf("team-%d holds %d rows (%v), want 5 of the last round", i, len(rs), rs)
+		}
 	}
 }
 
-// TestAJobLeftRunningIsAwaited: an export whose context ends while its
-// merge runs leaves the merge running in BigQuery. The inventory's next
-// export waits for it before it loads or changes anything, so no two
-// statements of the inventory run at once, and it ends exact.
-func TestAJobLeftRunningIsAwaited(t *testing.T) {
+// TestSinksWithOtherCredentialsNeverShareABatch: a batch runs with one
+// set of credentials, so sinks that write one table with different keys
+// (or transports, or for another cluster) each have their own client and
+// batches; only the table's statement slots are shared.
+func TestSinksWithOtherCredentialsNeverShareABatch(t *testing.T) {
+	srv, key := fake(t)
+	clients := &sinks.Clients{}
+	other := srv.ServiceAccount(project, "team-b@fleet-analytics.iam.gserviceaccount.com")
+	for _, tc := range []struct {
+		what string
+		edit func(*bigquery.Config)
+		open int
+	}{
+		{"the same key", func(*bigquery.Config) {}, 2},
+		{"the same key again", func(*bigquery.Config) {}, 2},
+		{"another key", func(c *bigquery.Config) { c.Key = other }, 3},
+		{"another transport", func(c *bigquery.Config) { c.Transport = "ca:1234" }, 4},
+		{"another cluster", func(c *bigquery.Config) { c.Cluster = "west" }, 5},
+	} {
+		cfg := config(srv, key, "")
+		cfg.Clients = clients
+		tc.edit(&cfg)
+		newSink(t, cfg)
+		if n := clients.Open(); n != tc.open {
+			t.Errorf("after a sink with %s: %d shared clients, want %d", tc.what, n, tc.open)
+		}
+	}
+}
+
+// TestAnExportCutShortLeavesItsBatchRunning: an export whose context ends
+// while its batch's merge runs returns; the batch runs on, and the
+// inventory's next export queues behind it, so no two statements of the
+// inventory run at once, and it ends exact.
+func TestAnExportCutShortLeavesItsBatchRunning(t *testing.T) {
 	srv, key := fake(t)
 	s := newSink(t, config(srv, key, ""))
 	id := rows.Identity{Namespace: "shop", Name: "inv"}

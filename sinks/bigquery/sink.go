@@ -2,14 +2,10 @@ package bigquery
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 	"golang.org/x/oauth2"
@@ -17,7 +13,6 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
-	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/gcpauth"
 )
@@ -47,28 +42,24 @@ type Config struct {
 	// passes a client that dials only what the endpoint guard allows. nil
 	// is http.DefaultClient.
 	HTTP *http.Client
-	// Clients, when set, shares the table's statement slots (see
-	// dmlPerTable) among the sinks of this process that write it.
+	// Transport names what HTTP carries beyond Endpoint (the CA bundle,
+	// skipped verification): sinks share a table's client (Clients) only
+	// when their Transport is the same.
+	Transport string
+	// Clients, when set, shares one client and batch queue among the
+	// sinks of this process that write one table with the same
+	// credentials and Transport, and the table's statement slots (see
+	// dmlPerTable) among all that write it.
 	Clients *sinks.Clients
 }
 
 // Sink writes inventories into one table.
 type Sink struct {
-	cfg    Config
-	client *bigquery.Client
-
-	// slots are the table's statement slots; release gives them back.
-	slots   chan struct{}
+	cfg Config
+	// t is the table this sink writes, shared with the sinks of this
+	// process that write it with the same credentials.
+	t       *table
 	release func()
-
-	mu       sync.Mutex
-	prepared bool
-	// abandoned are, per inventory, the jobs an export stopped waiting
-	// for, closed once they ended (see abandonedFor).
-	abandoned map[string]chan struct{}
-	// writersReady is 1 once the writer table exists, -1 when the
-	// credentials may not create it, 0 before the first try.
-	writersReady int
 }
 
 var _ sinks.Backend = (*Sink)(nil)
@@ -76,8 +67,9 @@ var _ sinks.Backend = (*Sink)(nil)
 // Scope is the OAuth scope the sink's credentials are used with.
 const Scope = bigquery.Scope
 
-// New validates cfg and builds a client; nothing is sent until the first
-// export or probe (except, with ADC, finding the default credentials).
+// New validates cfg and acquires the table's client; nothing is sent
+// until the first export or probe (except, with ADC, finding the default
+// credentials).
 func New(ctx context.Context, cfg Config) (*Sink, error) {
 	for what, v := range map[string]string{"project": cfg.Project, "dataset": cfg.Dataset, "table": cfg.Table} {
 		if err := validName(what, v); err != nil {
@@ -88,6 +80,21 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	v, release, err := cfg.Clients.Acquire("bigquery", tableKey(cfg), func() (any, func(), error) {
+		t, err := openTable(ctx, cfg, hc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, t.close, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Sink{cfg: cfg, t: v.(*table), release: release}, nil
+}
+
+// newClient builds a client that authenticates as cfg says.
+func newClient(ctx context.Context, cfg Config, hc *http.Client) (*bigquery.Client, error) {
 	client := hc
 	if !cfg.NoAuth {
 		source, err := gcpauth.TokenSource(ctx, hc, gcpauth.Source{Key: cfg.Key, Ambient: cfg.Ambient}, Scope)
@@ -105,22 +112,11 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		return nil, sinks.Permanent(fmt.Errorf("bigquery client: %w", err))
 	}
 	c.Location = cfg.Location
-	table := cfg.Endpoint + "\x00" + cfg.Project + "." + cfg.Dataset + "." + cfg.Table
-	slots, release, err := cfg.Clients.Acquire("bigquery-table", table, func() (any, func(), error) {
-		return make(chan struct{}, dmlPerTable), func() {}, nil
-	})
-	if err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return &Sink{cfg: cfg, client: c, slots: slots.(chan struct{}), release: release, abandoned: map[string]chan struct{}{}}, nil
+	return c, nil
 }
 
-// Close releases the client and the table's slots.
-func (s *Sink) Close() {
-	_ = s.client.Close()
-	s.release()
-}
+// Close lets go of the table (the last sink to do so closes its client).
+func (s *Sink) Close() { s.release() }
 
 // Probe reads the dataset, dry-runs a query and checks the table: created
 // in mode ensure, present with the expected columns in mode existing.
@@ -128,68 +124,23 @@ func (s *Sink) Probe(ctx context.Context) error {
 	if err := s.datasetExists(ctx); err != nil {
 		return err
 	}
-	q := s.client.Query("SELECT 1")
+	q := s.t.client.Query("SELECT 1")
 	q.DryRun = true
 	if _, err := q.Run(ctx); err != nil {
 		return s.classify("dry-run query", err)
 	}
-	return s.prepare(ctx)
+	return s.t.prepare(ctx)
 }
 
 func (s *Sink) datasetExists(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if _, err := s.client.Dataset(s.cfg.Dataset).Metadata(ctx); err != nil {
+	if _, err := s.t.client.Dataset(s.cfg.Dataset).Metadata(ctx); err != nil {
 		if notFound(err) {
 			return sinks.Permanent(fmt.Errorf("dataset %s.%s does not exist (or these credentials cannot see it); Kollect does not create datasets", s.cfg.Project, s.cfg.Dataset))
 		}
 		return s.classify("read dataset", err)
 	}
-	return nil
-}
-
-// callTimeout bounds one API call and the client's own retries of it (a
-// refused connection is retried until the context ends): the binding's
-// back-off and circuit breaker take over from there.
-const callTimeout = 15 * time.Second
-
-// prepare creates the table once (mode ensure), or checks its columns
-// (mode existing).
-func (s *Sink) prepare(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.prepared {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	t := s.client.Dataset(s.cfg.Dataset).Table(s.cfg.Table)
-	if !s.cfg.Existing {
-		err := t.Create(ctx, &bigquery.TableMetadata{
-			Schema:           Schema(),
-			TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: "exported_at"},
-			Clustering:       &bigquery.Clustering{Fields: Clustering},
-			Description:      "Kollect inventory rows (one per collected object)",
-		})
-		if err != nil && !hasStatus(err, http.StatusConflict) {
-			if notFound(err) {
-				return sinks.Permanent(fmt.Errorf("dataset %s.%s does not exist; Kollect does not create datasets", s.cfg.Project, s.cfg.Dataset))
-			}
-			return s.classify("create table", err)
-		}
-	}
-	md, err := t.Metadata(ctx)
-	if err != nil {
-		if notFound(err) {
-			return sinks.Permanent(fmt.Errorf("table %s.%s.%s does not exist; provisioning.mode is existing, so create it (see the BigQuery sink documentation) or use mode ensure",
-				s.cfg.Project, s.cfg.Dataset, s.cfg.Table))
-		}
-		return s.classify("read table", err)
-	}
-	if missing := missingColumns(md.Schema); len(missing) > 0 {
-		return sinks.Permanent(fmt.Errorf("table %s.%s.%s lacks the columns %v (or has them with other types)", s.cfg.Project, s.cfg.Dataset, s.cfg.Table, missing))
-	}
-	s.prepared = true
 	return nil
 }
 
@@ -207,55 +158,6 @@ func missingColumns(have bigquery.Schema) []string {
 // KeepsTargets reports that a full export can leave kept targets' rows
 // as the table holds them: every row names its target.
 func (s *Sink) KeepsTargets() bool { return true }
-
-// Export makes the table hold exactly d.Next for the inventory and this
-// sink's cluster.
-func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
-	if err := s.prepare(ctx); err != nil {
-		return sinks.Ack{}, err
-	}
-	id := d.Next.Inventory
-	if err := s.settle(ctx, id.Namespace, id.Name); err != nil {
-		return sinks.Ack{}, err
-	}
-	x := &export{s: s, ns: id.Namespace, name: id.Name, at: time.Now().UTC().Truncate(time.Microsecond), kept: d.Next.Keep}
-	x.sql = newStatements(s.cfg.Project, s.cfg.Dataset, s.cfg.Table, s.stagingTable(id.Namespace, id.Name))
-	defer x.dropStage()
-
-	var (
-		ack sinks.Ack
-		err error
-	)
-	switch {
-	case len(d.Next.Rows) == 0:
-		ack, err = x.clear(ctx)
-	case d.Full():
-		ack, err = x.full(ctx, d.Next.Rows)
-	default:
-		ack, err = x.delta(ctx, d)
-		if err == nil && ack.Rows != len(d.Next.Rows) {
-			// The table does not hold what this sink last wrote (someone
-			// edited it): reconcile against the whole snapshot.
-			var again sinks.Ack
-			again, err = x.full(ctx, d.Next.Rows)
-			again.Written += ack.Written
-			again.Bytes += ack.Bytes
-			ack = again
-		}
-	}
-	if err != nil {
-		return sinks.Ack{}, s.classify("export", err)
-	}
-	ack.Changed = ack.Written > 0
-	return ack, nil
-}
-
-// stagingTable names the staging table of one inventory and cluster, so
-// that exports of different inventories (or clusters) never share one.
-func (s *Sink) stagingTable(namespace, name string) string {
-	sum := sha256.Sum256([]byte(namespace + "/" + name + "/" + s.cfg.Cluster))
-	return s.cfg.Table + "_kollect_staging_" + hex.EncodeToString(sum[:6])
-}
 
 func notFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 

@@ -3,18 +3,17 @@ package bigquery
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 )
 
-// Parameter names every statement shares: the scope of an export.
+// Parameter names of the statements.
 const (
 	paramNamespace  = "inventory_namespace"
 	paramName       = "inventory_name"
 	paramCluster    = "cluster"
 	paramExportedAt = "exported_at"
-	paramKept       = "kept_targets"
+	paramScopes     = "scopes"
 )
 
 // Schema is the table an ensure-mode sink creates (SEMANTICS §11.8).
@@ -32,105 +31,115 @@ func Schema() bigquery.Schema {
 // Clustering are the table's clustering columns.
 var Clustering = []string{"cluster", "inventory_namespace", "inventory_name", "resource_namespace"}
 
-// stagingSchema is the staging table a load job fills: op is upsert (a
-// row to merge) or delete (the key of a row that is gone); payload is the
-// row's JSON text, parsed by the MERGE.
+// The ops of staged rows. Every inventory of a batch has one header row,
+// opFull (the staged upserts are its whole snapshot: its other rows go,
+// but the kept targets') or opDelta (only what changed is staged); then
+// its upserts (whole rows), deletes (keys) and kept targets (opKeep, the
+// target's name only).
+const (
+	opFull   = "full"
+	opDelta  = "delta"
+	opUpsert = "upsert"
+	opDelete = "delete"
+	opKeep   = "keep"
+)
+
+// stagingSchema is the staging table a batch's load job fills: every row
+// names its inventory; payload is the row's JSON text, parsed by the
+// MERGE.
 func stagingSchema() bigquery.Schema {
+	req := func(name string) *bigquery.FieldSchema {
+		return &bigquery.FieldSchema{Name: name, Type: bigquery.StringFieldType, Required: true}
+	}
 	return bigquery.Schema{
-		{Name: "op", Type: bigquery.StringFieldType, Required: true},
-		{Name: "target_name", Type: bigquery.StringFieldType, Required: true},
-		{Name: "source_uid", Type: bigquery.StringFieldType, Required: true},
+		req("op"), req("inventory_namespace"), req("inventory_name"),
+		{Name: "target_name", Type: bigquery.StringFieldType},
+		{Name: "source_uid", Type: bigquery.StringFieldType},
 		{Name: "resource_namespace", Type: bigquery.StringFieldType},
 		{Name: "payload", Type: bigquery.StringFieldType},
 	}
 }
 
-// statements are the SQL of one sink: fixed text naming its table and its
-// staging table; every value is a query parameter.
+// statements are the SQL of one table and one batch's staging table:
+// fixed text naming the two; every value is a query parameter or a
+// staged row.
 type statements struct {
 	table, stage string // quoted `project.dataset.table`
-	stageTable   string // the staging table's name
 }
 
 func newStatements(project, dataset, table, stage string) statements {
-	return statements{table: quote(project, dataset, table), stage: quote(project, dataset, stage), stageTable: stage}
+	return statements{table: quote(project, dataset, table), stage: quote(project, dataset, stage)}
 }
-
-func (s statements) stageName() string { return s.stageTable }
 
 // quote is a backtick-quoted table path; names are checked by validName.
 func quote(project, dataset, table string) string {
 	return "`" + project + "." + dataset + "." + table + "`"
 }
 
+// scopeCondition is the condition on the writer records of one inventory.
 const scopeCondition = `t.inventory_namespace = @inventory_namespace AND t.inventory_name = @inventory_name AND t.cluster = @cluster`
 
+// Conditions between the table (t) and staged rows (s, h).
+const (
+	sameInventory = `s.inventory_namespace = t.inventory_namespace AND s.inventory_name = t.inventory_name`
+	sameRow       = sameInventory + ` AND s.target_name = t.target_name AND s.source_uid = t.source_uid`
+	// inBatch: the row belongs to an inventory of the batch.
+	inBatch = `t.cluster = @cluster AND EXISTS (SELECT 1 FROM {S} AS s WHERE s.op IN ('full', 'delta') AND ` + sameInventory + `)`
+	// gone: the row is staged as a delete, or its inventory's whole
+	// snapshot is staged without it and its target is not kept.
+	gone = `(EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'delete' AND ` + sameRow + `)
+    OR (EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'full' AND ` + sameInventory + `)
+      AND NOT EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'upsert' AND ` + sameRow + `)
+      AND NOT EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'keep' AND ` + sameInventory + ` AND s.target_name = t.target_name)))`
+)
+
+func (s statements) fill(sql string) string {
+	return strings.ReplaceAll(sql, "{S}", s.stage)
+}
+
 // merge inserts staged rows that are new and updates those whose content
-// or namespace differs; identical rows are not touched.
+// or namespace differs; identical rows are not touched. A row it writes
+// carries the batch's @exported_at, which the stats count.
 func (s statements) merge() string {
 	return `MERGE ` + s.table + ` AS t
-USING (SELECT target_name, source_uid, resource_namespace, payload FROM ` + s.stage + ` WHERE op = 'upsert') AS s
-ON ` + scopeCondition + ` AND t.target_name = s.target_name AND t.source_uid = s.source_uid
+USING (SELECT inventory_namespace, inventory_name, target_name, source_uid, resource_namespace, payload FROM ` + s.stage + ` WHERE op = 'upsert') AS s
+ON t.cluster = @cluster AND ` + sameRow + `
 WHEN MATCHED AND (TO_JSON_STRING(t.payload) != TO_JSON_STRING(PARSE_JSON(s.payload, wide_number_mode => 'round')) OR t.resource_namespace != s.resource_namespace) THEN
   UPDATE SET payload = PARSE_JSON(s.payload, wide_number_mode => 'round'), resource_namespace = s.resource_namespace, exported_at = @exported_at
 WHEN NOT MATCHED BY TARGET THEN
   INSERT (inventory_namespace, inventory_name, target_name, source_uid, cluster, resource_namespace, payload, exported_at)
-  VALUES (@inventory_namespace, @inventory_name, s.target_name, s.source_uid, @cluster, s.resource_namespace, PARSE_JSON(s.payload, wide_number_mode => 'round'), @exported_at)`
+  VALUES (s.inventory_namespace, s.inventory_name, s.target_name, s.source_uid, @cluster, s.resource_namespace, PARSE_JSON(s.payload, wide_number_mode => 'round'), @exported_at)`
 }
 
-// deleteStaged deletes the rows whose keys are staged as deletes.
-func (s statements) deleteStaged() string {
-	return `DELETE FROM ` + s.table + ` AS t
-WHERE ` + scopeCondition + `
-  AND EXISTS (SELECT 1 FROM ` + s.stage + ` AS s WHERE s.op = 'delete' AND s.target_name = t.target_name AND s.source_uid = t.source_uid)`
+// stats counts, per inventory of the batch, the rows the table holds, the
+// rows the delete will remove and the rows the merge wrote.
+func (s statements) stats() string {
+	return s.fill(`SELECT inventory_namespace, inventory_name, COUNT(*) AS n, COUNTIF(gone) AS gone, COUNTIF(wrote) AS wrote
+FROM (SELECT t.inventory_namespace, t.inventory_name, ` + gone + ` AS gone, IFNULL(t.exported_at = @exported_at, FALSE) AS wrote
+  FROM ` + s.table + ` AS t
+  WHERE ` + inBatch + `)
+GROUP BY inventory_namespace, inventory_name`)
 }
 
-// keepCondition leaves the rows of the targets a partial snapshot keeps
-// (@kept_targets) as they are.
-const keepCondition = `
-  AND t.target_name NOT IN UNNEST(@kept_targets)`
-
-// deleteUnstaged deletes the scope's rows the staging table does not hold:
-// it holds the whole snapshot (but the kept targets' rows, when keeping).
-func (s statements) deleteUnstaged(keeping bool) string {
-	sql := `DELETE FROM ` + s.table + ` AS t
-WHERE ` + scopeCondition + `
-  AND NOT EXISTS (SELECT 1 FROM ` + s.stage + ` AS s WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)`
-	if keeping {
-		sql += keepCondition
-	}
-	return sql
+// remove deletes the rows stats counted as gone.
+func (s statements) remove() string {
+	return s.fill(`DELETE FROM ` + s.table + ` AS t
+WHERE ` + inBatch + `
+  AND ` + gone)
 }
 
-// deleteAll deletes every row of the scope (but the kept targets' rows,
-// when keeping): the snapshot is empty.
-func (s statements) deleteAll(keeping bool) string {
-	sql := `DELETE FROM ` + s.table + ` AS t
-WHERE ` + scopeCondition
-	if keeping {
-		sql += keepCondition
-	}
-	return sql
-}
-
-// keptParam is the @kept_targets parameter of keepCondition.
-func keptParam(kept []string) bigquery.QueryParameter {
-	return bigquery.QueryParameter{Name: paramKept, Value: kept}
-}
-
-// count counts the scope's rows.
+// count counts the rows of the inventories @scopes names ("namespace/name"
+// each: neither holds a '/'), for a batch that stages nothing.
 func (s statements) count() string {
-	return `SELECT COUNT(*) AS n FROM ` + s.table + ` AS t
-WHERE ` + scopeCondition
+	return `SELECT t.inventory_namespace, t.inventory_name, COUNT(*) AS n
+FROM ` + s.table + ` AS t
+WHERE t.cluster = @cluster AND CONCAT(t.inventory_namespace, '/', t.inventory_name) IN UNNEST(@scopes)
+GROUP BY t.inventory_namespace, t.inventory_name`
 }
 
-// params are a statement's parameters.
-func params(namespace, name, cluster string, at time.Time, withTime bool) []bigquery.QueryParameter {
-	p := []bigquery.QueryParameter{{Name: paramNamespace, Value: namespace}, {Name: paramName, Value: name}, {Name: paramCluster, Value: cluster}}
-	if withTime {
-		p = append(p, bigquery.QueryParameter{Name: paramExportedAt, Value: at})
-	}
-	return p
+// params are the parameters of one inventory's writer record.
+func params(namespace, name, cluster string) []bigquery.QueryParameter {
+	return []bigquery.QueryParameter{{Name: paramNamespace, Value: namespace}, {Name: paramName, Value: name}, {Name: paramCluster, Value: cluster}}
 }
 
 // validName checks a project, dataset or table name can be quoted: no

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"strings"
@@ -83,10 +84,13 @@ func bigqueryType() Type {
 					return nil, err
 				}
 			}
-			cfg.HTTP, err = sinks.HTTPClient(GuardedDial(env.Policy), creds.CA, s.Spec.TLS != nil && s.Spec.TLS.InsecureSkipVerify)
+			insecure := s.Spec.TLS != nil && s.Spec.TLS.InsecureSkipVerify
+			cfg.HTTP, err = sinks.HTTPClient(GuardedDial(env.Policy), creds.CA, insecure)
 			if err != nil {
 				return nil, sinks.Permanent(err)
 			}
+			ca := sha256.Sum256(creds.CA)
+			cfg.Transport = fmt.Sprintf("ca=%x insecure=%t", ca, insecure)
 			cfg.Ambient, cfg.Clients = env.Ambient, env.Clients
 			b, err := bigquery.New(ctx, cfg)
 			if err != nil {

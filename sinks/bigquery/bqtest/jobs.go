@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -322,6 +323,7 @@ func (s *Server) load(project string, in *bq.Job, media []byte) (*bq.JobStatisti
 	if cfg.Schema != nil {
 		schema = cfg.Schema
 	}
+	s.loads++
 	var loaded []Row
 	dec := json.NewDecoder(bytes.NewReader(media))
 	dec.UseNumber()
@@ -333,6 +335,9 @@ func (s *Server) load(project string, in *bq.Job, media []byte) (*bq.JobStatisti
 		row, err := typed(schema, v, cfg.IgnoreUnknownValues)
 		if err != nil {
 			return nil, errorf("invalid", "line %d: %s", line, err)
+		}
+		if ns, _ := row["inventory_namespace"].(string); slices.Contains(s.refuse, ns) {
+			return nil, errorf("invalid", "line %d: the row is refused (RefuseRowsOf %s)", line, ns)
 		}
 		s.version++
 		loaded = append(loaded, Row{Values: row, Version: s.version})

@@ -52,7 +52,11 @@ type Server struct {
 	// dmlTakes is how long a statement that changes a table runs (0: it
 	// is done when inserted); running and mostRunning count, per table,
 	// the statements running now and the most that ever ran at once.
-	dmlTakes    time.Duration
+	dmlTakes time.Duration
+	// refuse fails a load job holding a row of these inventory
+	// namespaces (RefuseRowsOf); loads counts the load jobs run.
+	refuse      []string
+	loads       int
 	running     map[string]int
 	mostRunning map[string]int
 }
@@ -152,6 +156,22 @@ func (s *Server) StatementsTake(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dmlTakes = d
+}
+
+// RefuseRowsOf makes every load job holding a row whose
+// inventory_namespace is ns fail as BigQuery fails a row it cannot take
+// (too large, a value it cannot parse): the whole job, reason invalid.
+func (s *Server) RefuseRowsOf(ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = append(s.refuse, ns)
+}
+
+// Loads is how many load jobs ran.
+func (s *Server) Loads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loads
 }
 
 // MostRunning is the most statements that changed table

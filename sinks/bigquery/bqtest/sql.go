@@ -2,6 +2,7 @@ package bqtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -13,26 +14,34 @@ import (
 )
 
 // The statements the fake runs: the shapes the sink issues, whitespace
-// aside. {T} is a backtick-quoted table path, {SCOPE} the condition on an
-// export's inventory and cluster. Anything else fails the job.
+// aside. {T} is a backtick-quoted table path and {S} the batch's staging
+// table (every {S} must name the same one); {SCOPE} is the condition on
+// one inventory's writer record. Anything else fails the job.
 const (
 	scope = "t.inventory_namespace = @inventory_namespace AND t.inventory_name = @inventory_name AND t.cluster = @cluster"
 	parse = "PARSE_JSON(s.payload, wide_number_mode => 'round')"
 
-	mergeShape = "MERGE {T} AS t USING (SELECT target_name, source_uid, resource_namespace, payload FROM {T} WHERE op = 'upsert') AS s " +
-		"ON {SCOPE} AND t.target_name = s.target_name AND t.source_uid = s.source_uid " +
+	sameInventory = "s.inventory_namespace = t.inventory_namespace AND s.inventory_name = t.inventory_name"
+	sameRow       = sameInventory + " AND s.target_name = t.target_name AND s.source_uid = t.source_uid"
+	inBatch       = "t.cluster = @cluster AND EXISTS (SELECT 1 FROM {S} AS s WHERE s.op IN ('full', 'delta') AND " + sameInventory + ")"
+	gone          = "(EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'delete' AND " + sameRow + ") " +
+		"OR (EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'full' AND " + sameInventory + ") " +
+		"AND NOT EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'upsert' AND " + sameRow + ") " +
+		"AND NOT EXISTS (SELECT 1 FROM {S} AS s WHERE s.op = 'keep' AND " + sameInventory + " AND s.target_name = t.target_name)))"
+
+	mergeShape = "MERGE {T} AS t USING (SELECT inventory_namespace, inventory_name, target_name, source_uid, resource_namespace, payload FROM {S} WHERE op = 'upsert') AS s " +
+		"ON t.cluster = @cluster AND " + sameRow + " " +
 		"WHEN MATCHED AND (TO_JSON_STRING(t.payload) != TO_JSON_STRING(" + parse + ") OR t.resource_namespace != s.resource_namespace) THEN " +
 		"UPDATE SET payload = " + parse + ", resource_namespace = s.resource_namespace, exported_at = @exported_at " +
 		"WHEN NOT MATCHED BY TARGET THEN INSERT (inventory_namespace, inventory_name, target_name, source_uid, cluster, resource_namespace, payload, exported_at) " +
-		"VALUES (@inventory_namespace, @inventory_name, s.target_name, s.source_uid, @cluster, s.resource_namespace, " + parse + ", @exported_at)"
-	deleteStagedShape = "DELETE FROM {T} AS t WHERE {SCOPE} AND EXISTS (SELECT 1 FROM {T} AS s WHERE s.op = 'delete' " +
-		"AND s.target_name = t.target_name AND s.source_uid = t.source_uid)"
-	deleteUnstagedShape = "DELETE FROM {T} AS t WHERE {SCOPE} AND NOT EXISTS (SELECT 1 FROM {T} AS s " +
-		"WHERE s.target_name = t.target_name AND s.source_uid = t.source_uid)"
-	deleteAllShape = "DELETE FROM {T} AS t WHERE {SCOPE}"
-	// keepShape ends a delete that leaves the kept targets' rows alone.
-	keepShape  = " AND t.target_name NOT IN UNNEST(@kept_targets)"
-	countShape = "SELECT COUNT(*) AS n FROM {T} AS t WHERE {SCOPE}"
+		"VALUES (s.inventory_namespace, s.inventory_name, s.target_name, s.source_uid, @cluster, s.resource_namespace, " + parse + ", @exported_at)"
+	statsShape = "SELECT inventory_namespace, inventory_name, COUNT(*) AS n, COUNTIF(gone) AS gone, COUNTIF(wrote) AS wrote " +
+		"FROM (SELECT t.inventory_namespace, t.inventory_name, " + gone + " AS gone, IFNULL(t.exported_at = @exported_at, FALSE) AS wrote " +
+		"FROM {T} AS t WHERE " + inBatch + ") GROUP BY inventory_namespace, inventory_name"
+	removeShape = "DELETE FROM {T} AS t WHERE " + inBatch + " AND " + gone
+	countShape  = "SELECT t.inventory_namespace, t.inventory_name, COUNT(*) AS n FROM {T} AS t " +
+		"WHERE t.cluster = @cluster AND CONCAT(t.inventory_namespace, '/', t.inventory_name) IN UNNEST(@scopes) " +
+		"GROUP BY t.inventory_namespace, t.inventory_name"
 
 	// The writer records: one row per sink table, cluster and inventory.
 	writerKey         = "{SCOPE} AND t.sink_table = @sink_table"
@@ -46,40 +55,55 @@ const (
 
 type statement struct {
 	re     *regexp.Regexp
+	roles  []byte // per capture group: 'T' the table, 'S' the staging table
 	kind   string // the statement type BigQuery reports
 	params []string
 	run    func(s *Server, x *execution) *jobError
 }
 
+// paramTypes are the types of the parameters the statements take.
+var paramTypes = map[string]string{
+	"inventory_namespace": "STRING", "inventory_name": "STRING", "cluster": "STRING", "sink_table": "STRING", "writer": "STRING",
+	"exported_at": "TIMESTAMP", "scopes": "ARRAY<STRING>",
+}
+
 var (
-	scopeParams = []string{"cluster", "inventory_name", "inventory_namespace"}
-	statements  = []statement{
-		{compile(mergeShape), "MERGE", append(slices.Clone(scopeParams), "exported_at"), (*Server).merge},
-		{compile(deleteStagedShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, true) }},
-		{compile(deleteUnstagedShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
-		{compile(deleteAllShape), "DELETE", scopeParams, func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
-		{compile(deleteUnstagedShape + keepShape), "DELETE", append(slices.Clone(scopeParams), "kept_targets"),
-			func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
-		{compile(deleteAllShape + keepShape), "DELETE", append(slices.Clone(scopeParams), "kept_targets"),
-			func(s *Server, x *execution) *jobError { return s.deleteWhere(x, false) }},
-		{compile(countShape), "SELECT", scopeParams, (*Server).count},
-		{compile(writerReadShape), "SELECT", append(slices.Clone(scopeParams), "sink_table"), (*Server).readWriter},
-		{compile(writerDeleteShape), "DELETE", append(slices.Clone(scopeParams), "sink_table"), (*Server).deleteWriter},
-		{compile(writerSetShape), "MERGE", append(slices.Clone(scopeParams), "sink_table", "writer"), (*Server).setWriter},
+	writerParams = []string{"cluster", "inventory_name", "inventory_namespace", "sink_table"}
+	statements   = []statement{
+		shape(mergeShape, "MERGE", (*Server).merge, "cluster", "exported_at"),
+		shape(statsShape, "SELECT", (*Server).stats, "cluster", "exported_at"),
+		shape(removeShape, "DELETE", (*Server).remove, "cluster"),
+		shape(countShape, "SELECT", (*Server).count, "cluster", "scopes"),
+		shape(writerReadShape, "SELECT", (*Server).readWriter, writerParams...),
+		shape(writerDeleteShape, "DELETE", (*Server).deleteWriter, writerParams...),
+		shape(writerSetShape, "MERGE", (*Server).setWriter, append(slices.Clone(writerParams), "writer")...),
 	}
 )
 
-func compile(shape string) *regexp.Regexp {
-	pattern := regexp.QuoteMeta(shape)
-	pattern = strings.ReplaceAll(pattern, regexp.QuoteMeta("{T}"), "`([^`]+)`")
+// shape compiles a statement shape.
+func shape(text, kind string, run func(*Server, *execution) *jobError, params ...string) statement {
+	st := statement{kind: kind, run: run, params: params}
+	pattern := regexp.QuoteMeta(text)
 	pattern = strings.ReplaceAll(pattern, regexp.QuoteMeta("{SCOPE}"), regexp.QuoteMeta(scope))
-	return regexp.MustCompile("^" + pattern + "$")
+	var out strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		if rest := pattern[i:]; strings.HasPrefix(rest, regexp.QuoteMeta("{T}")) || strings.HasPrefix(rest, regexp.QuoteMeta("{S}")) {
+			st.roles = append(st.roles, rest[2])
+			out.WriteString("`([^`]+)`")
+			i += len(regexp.QuoteMeta("{T}")) - 1
+			continue
+		}
+		out.WriteByte(pattern[i])
+	}
+	st.re = regexp.MustCompile("^" + out.String() + "$")
+	return st
 }
 
 // execution is one statement being run.
 type execution struct {
 	job      *job
-	tables   []*table // in the order the statement names them
+	table    *table // the table the statement reads or changes
+	stage    *table // the batch's staging table, or nil
 	ns, name string
 	cluster  string
 	at       time.Time
@@ -121,25 +145,25 @@ func (s *Server) query(project string, in *bq.Job, j *job) (*bq.JobStatistics, *
 			return nil, errorf("invalidQuery", "%s takes the parameters %v, got %v", stmt.kind, stmt.params, got)
 		}
 		x := &execution{job: j, params: st.Params}
-		for _, path := range m[1:] {
-			p, ds, name, ok := splitTable(path)
-			if !ok {
-				return nil, errorf("invalidQuery", "table %s is not project.dataset.table", path)
+		stage := ""
+		for i, path := range m[1:] {
+			if stmt.roles[i] == 'S' {
+				if stage != "" && stage != path {
+					return nil, errorf("invalidQuery", "the statement names two staging tables, %s and %s", stage, path)
+				}
+				stage = path
 			}
-			d := s.datasets[p+"."+ds]
-			if d == nil {
-				return nil, errorf("notFound", "Not found: Dataset %s:%s", p, ds)
-			}
-			if err := s.inLocation(in, d); err != nil {
+			t, err := s.lookup(in, path)
+			if err != nil {
 				return nil, err
 			}
-			t := d.tables[name]
-			if t == nil {
-				return nil, errorf("notFound", "Not found: Table %s", path)
+			if stmt.roles[i] == 'S' {
+				x.stage = t
+			} else {
+				x.table = t
 			}
-			x.tables = append(x.tables, t)
 		}
-		if err := x.scope(st.Params); err != nil {
+		if err := x.typed(st.Params); err != nil {
 			return nil, err
 		}
 		if st.DryRun {
@@ -157,18 +181,35 @@ func (s *Server) query(project string, in *bq.Job, j *job) (*bq.JobStatistics, *
 	return nil, errorf("invalidQuery", "the fake does not know this statement: %s", text)
 }
 
-// scope reads and type-checks the scope parameters.
-func (x *execution) scope(params map[string]Param) *jobError {
-	for _, name := range scopeParams {
-		if params[name].Type != "STRING" {
-			return errorf("invalidQuery", "parameter @%s must be a STRING, got %q", name, params[name].Type)
+// lookup finds the table a statement names.
+func (s *Server) lookup(in *bq.Job, path string) (*table, *jobError) {
+	p, ds, name, ok := splitTable(path)
+	if !ok {
+		return nil, errorf("invalidQuery", "table %s is not project.dataset.table", path)
+	}
+	d := s.datasets[p+"."+ds]
+	if d == nil {
+		return nil, errorf("notFound", "Not found: Dataset %s:%s", p, ds)
+	}
+	if err := s.inLocation(in, d); err != nil {
+		return nil, err
+	}
+	t := d.tables[name]
+	if t == nil {
+		return nil, errorf("notFound", "Not found: Table %s", path)
+	}
+	return t, nil
+}
+
+// typed type-checks the parameters and reads the scope's.
+func (x *execution) typed(params map[string]Param) *jobError {
+	for name, p := range params {
+		if want := paramTypes[name]; p.Type != want {
+			return errorf("invalidQuery", "parameter @%s must be a %s, got %q", name, want, p.Type)
 		}
 	}
 	x.ns, x.name, x.cluster = params["inventory_namespace"].Value, params["inventory_name"].Value, params["cluster"].Value
 	if p, ok := params["exported_at"]; ok {
-		if p.Type != "TIMESTAMP" {
-			return errorf("invalidQuery", "parameter @exported_at must be a TIMESTAMP, got %q", p.Type)
-		}
 		at, err := parseTimestamp(p.Value)
 		if err != nil {
 			return errorf("invalidQuery", "parameter @exported_at: %v", err)
@@ -191,13 +232,14 @@ func parseTimestamp(v string) (time.Time, error) {
 
 // isWriter reports whether r is the writer record the statement names.
 func (x *execution) isWriter(r Row) bool {
-	return x.inScope(r) && r.Values["sink_table"] == x.params["sink_table"].Value
+	return r.Values["inventory_namespace"] == x.ns && r.Values["inventory_name"] == x.name && r.Values["cluster"] == x.cluster &&
+		r.Values["sink_table"] == x.params["sink_table"].Value
 }
 
 func (s *Server) readWriter(x *execution) *jobError {
 	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "writer", Type: "STRING", Mode: "NULLABLE"}}}
 	x.job.rows = nil
-	for _, r := range x.tables[0].rows {
+	for _, r := range x.table.rows {
 		if x.isWriter(r) {
 			x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: r.Values["writer"]}}})
 		}
@@ -206,12 +248,12 @@ func (s *Server) readWriter(x *execution) *jobError {
 }
 
 func (s *Server) deleteWriter(x *execution) *jobError {
-	x.remove(x.tables[0], x.isWriter)
+	x.removeRows(x.table, x.isWriter)
 	return nil
 }
 
 func (s *Server) setWriter(x *execution) *jobError {
-	t := x.tables[0]
+	t := x.table
 	s.version++
 	x.affected = 1
 	for i, r := range t.rows {
@@ -227,37 +269,80 @@ func (s *Server) setWriter(x *execution) *jobError {
 	return nil
 }
 
-func (x *execution) inScope(r Row) bool {
-	return r.Values["inventory_namespace"] == x.ns && r.Values["inventory_name"] == x.name && r.Values["cluster"] == x.cluster
+// inventory names an inventory (namespace/name).
+type inventory struct{ ns, name any }
+
+// rowKey is a row's key within its cluster.
+type rowKey struct {
+	inventory
+	target, uid any
 }
 
-type key struct{ target, uid any }
+func inventoryOf(r Row) inventory {
+	return inventory{r.Values["inventory_namespace"], r.Values["inventory_name"]}
+}
 
-func keyOf(r Row) key { return key{r.Values["target_name"], r.Values["source_uid"]} }
+func keyOf(r Row) rowKey {
+	return rowKey{inventoryOf(r), r.Values["target_name"], r.Values["source_uid"]}
+}
+
+// batch is what a staging table says: per inventory its header's op, its
+// staged upserts (by key), deletes and kept targets.
+type batch struct {
+	ops     map[inventory]string
+	upserts map[rowKey][]Row
+	order   []rowKey
+	deletes map[rowKey]bool
+	kept    map[inventory][]any
+}
+
+func (x *execution) batch() *batch {
+	b := &batch{ops: map[inventory]string{}, upserts: map[rowKey][]Row{}, deletes: map[rowKey]bool{}, kept: map[inventory][]any{}}
+	for _, r := range x.stage.rows {
+		switch r.Values["op"] {
+		case "full", "delta":
+			b.ops[inventoryOf(r)] = r.Values["op"].(string)
+		case "upsert":
+			k := keyOf(r)
+			if _, seen := b.upserts[k]; !seen {
+				b.order = append(b.order, k)
+			}
+			b.upserts[k] = append(b.upserts[k], r)
+		case "delete":
+			b.deletes[keyOf(r)] = true
+		case "keep":
+			b.kept[inventoryOf(r)] = append(b.kept[inventoryOf(r)], r.Values["target_name"])
+		}
+	}
+	return b
+}
+
+// in reports whether a table row belongs to an inventory of the batch.
+func (b *batch) in(x *execution, r Row) bool {
+	_, ok := b.ops[inventoryOf(r)]
+	return ok && r.Values["cluster"] == x.cluster
+}
+
+// gone reports whether the batch removes a table row of its inventories.
+func (b *batch) gone(r Row) bool {
+	k := keyOf(r)
+	if b.deletes[k] {
+		return true
+	}
+	return b.ops[k.inventory] == "full" && len(b.upserts[k]) == 0 && !slices.Contains(b.kept[k.inventory], r.Values["target_name"])
+}
 
 // merge: staged upserts update rows whose content or namespace differs
 // and insert the rest; a target row matched by two staged rows fails the
 // job, as in BigQuery.
 func (s *Server) merge(x *execution) *jobError {
-	target, stage := x.tables[0], x.tables[1]
-	sources := map[key][]Row{}
-	var order []key
-	for _, r := range stage.rows {
-		if r.Values["op"] != "upsert" {
+	b := x.batch()
+	matched := map[rowKey]bool{}
+	for i, r := range x.table.rows {
+		if r.Values["cluster"] != x.cluster {
 			continue
 		}
-		k := keyOf(r)
-		if _, seen := sources[k]; !seen {
-			order = append(order, k)
-		}
-		sources[k] = append(sources[k], r)
-	}
-	matched := map[key]bool{}
-	for i, r := range target.rows {
-		if !x.inScope(r) {
-			continue
-		}
-		src := sources[keyOf(r)]
+		src := b.upserts[keyOf(r)]
 		if len(src) == 0 {
 			continue
 		}
@@ -275,21 +360,22 @@ func (s *Server) merge(x *execution) *jobError {
 		s.version++
 		values := maps.Clone(r.Values)
 		values["payload"], values["resource_namespace"], values["exported_at"] = payload, src[0].Values["resource_namespace"], x.at
-		target.rows[i] = Row{Values: values, Version: s.version}
+		x.table.rows[i] = Row{Values: values, Version: s.version}
 		x.affected++
 	}
-	for _, k := range order {
+	for _, k := range b.order {
 		if matched[k] {
 			continue
 		}
-		for _, src := range sources[k] { // unmatched source rows are all inserted
+		for _, src := range b.upserts[k] { // unmatched source rows are all inserted
 			payload, err := canonical(src.Values["payload"])
 			if err != nil {
 				return err
 			}
 			s.version++
-			target.rows = append(target.rows, Row{Version: s.version, Values: map[string]any{
-				"inventory_namespace": x.ns, "inventory_name": x.name, "target_name": src.Values["target_name"], "source_uid": src.Values["source_uid"],
+			x.table.rows = append(x.table.rows, Row{Version: s.version, Values: map[string]any{
+				"inventory_namespace": src.Values["inventory_namespace"], "inventory_name": src.Values["inventory_name"],
+				"target_name": src.Values["target_name"], "source_uid": src.Values["source_uid"],
 				"cluster": x.cluster, "resource_namespace": src.Values["resource_namespace"], "payload": payload, "exported_at": x.at}})
 			x.affected++
 		}
@@ -297,36 +383,51 @@ func (s *Server) merge(x *execution) *jobError {
 	return nil
 }
 
-// deleteWhere deletes the scope's rows whose key is staged as a delete
-// (staged), or, without a staging table, all of them, or with one, those
-// it does not hold.
-func (s *Server) deleteWhere(x *execution, staged bool) *jobError {
-	target := x.tables[0]
-	var keys map[key]bool
-	if len(x.tables) > 1 {
-		keys = map[key]bool{}
-		for _, r := range x.tables[1].rows {
-			if !staged || r.Values["op"] == "delete" {
-				keys[keyOf(r)] = true
-			}
+// stats counts, per inventory of the batch, its rows, those the batch
+// removes and those written at @exported_at.
+func (s *Server) stats(x *execution) *jobError {
+	b := x.batch()
+	type count struct{ n, gone, wrote int }
+	counts := map[inventory]*count{}
+	var order []inventory
+	for _, r := range x.table.rows {
+		if !b.in(x, r) {
+			continue
+		}
+		c := counts[inventoryOf(r)]
+		if c == nil {
+			c = &count{}
+			counts[inventoryOf(r)] = c
+			order = append(order, inventoryOf(r))
+		}
+		c.n++
+		if b.gone(r) {
+			c.gone++
+		}
+		if at, ok := r.Values["exported_at"].(time.Time); ok && at.Equal(x.at) {
+			c.wrote++
 		}
 	}
-	var keep []string
-	if p, ok := x.params["kept_targets"]; ok {
-		if p.Type != "ARRAY<STRING>" {
-			return errorf("invalidQuery", "parameter @kept_targets must be an ARRAY<STRING>, got %q", p.Type)
-		}
-		keep = p.Values
+	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "inventory_namespace", Type: "STRING"}, {Name: "inventory_name", Type: "STRING"},
+		{Name: "n", Type: "INTEGER"}, {Name: "gone", Type: "INTEGER"}, {Name: "wrote", Type: "INTEGER"}}}
+	x.job.rows = nil
+	for _, inv := range order {
+		c := counts[inv]
+		x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: inv.ns}, {V: inv.name},
+			{V: strconv.Itoa(c.n)}, {V: strconv.Itoa(c.gone)}, {V: strconv.Itoa(c.wrote)}}})
 	}
-	x.remove(target, func(r Row) bool {
-		name, _ := r.Values["target_name"].(string)
-		return x.inScope(r) && (keys == nil || keys[keyOf(r)] == staged) && !slices.Contains(keep, name)
-	})
 	return nil
 }
 
-// remove deletes t's rows that gone picks, counting them as affected.
-func (x *execution) remove(t *table, gone func(Row) bool) {
+// remove deletes the rows the batch removes.
+func (s *Server) remove(x *execution) *jobError {
+	b := x.batch()
+	x.removeRows(x.table, func(r Row) bool { return b.in(x, r) && b.gone(r) })
+	return nil
+}
+
+// removeRows deletes t's rows that gone picks, counting them as affected.
+func (x *execution) removeRows(t *table, gone func(Row) bool) {
 	kept := t.rows[:0]
 	for _, r := range t.rows {
 		if gone(r) {
@@ -338,15 +439,28 @@ func (x *execution) remove(t *table, gone func(Row) bool) {
 	t.rows = kept
 }
 
+// count counts the rows of the inventories @scopes names.
 func (s *Server) count(x *execution) *jobError {
-	n := 0
-	for _, r := range x.tables[0].rows {
-		if x.inScope(r) {
-			n++
+	scopes := x.params["scopes"].Values
+	counts := map[string]int{}
+	var order []string
+	for _, r := range x.table.rows {
+		name := fmt.Sprintf("%v/%v", r.Values["inventory_namespace"], r.Values["inventory_name"])
+		if r.Values["cluster"] != x.cluster || !slices.Contains(scopes, name) {
+			continue
 		}
+		if counts[name] == 0 {
+			order = append(order, name)
+		}
+		counts[name]++
 	}
-	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "n", Type: "INTEGER", Mode: "NULLABLE"}}}
-	x.job.rows = []*bq.TableRow{{F: []*bq.TableCell{{V: strconv.Itoa(n)}}}}
+	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "inventory_namespace", Type: "STRING"}, {Name: "inventory_name", Type: "STRING"},
+		{Name: "n", Type: "INTEGER"}}}
+	x.job.rows = nil
+	for _, name := range order {
+		ns, n, _ := strings.Cut(name, "/")
+		x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: ns}, {V: n}, {V: strconv.Itoa(counts[name])}}})
+	}
 	return nil
 }
 
