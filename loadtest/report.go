@@ -189,6 +189,7 @@ func (r *Report) table(b *strings.Builder) {
 		}
 		row("tenants: Postgres connections, peak (before / after the restart)", fmt.Sprintf("%d / %d", t.PostgresConns, t.PostgresConnsRestart))
 		row("tenants: Git mirrors (bytes)", fmt.Sprintf("%d (%s)", t.GitMirrors, mib(t.GitMirrorBytes)))
+		row("tenants: Kafka bytes read back after the restart (one read of the topic)", fmt.Sprintf("%.2f MiB (%.2f MiB)", float64(t.TopicBytesRead)/(1<<20), float64(t.TopicBytes)/(1<<20)))
 		row("tenants: Secret reads at the API server (sync / churn / restart)", fmt.Sprintf("%.0f / %.0f / %.0f", t.SecretReads[0], t.SecretReads[1], t.SecretReads[2]))
 		for _, r := range t.RestartRequests {
 			row("tenants: API requests after the restart: "+r.Request, fmt.Sprintf("%.0f", r.Count))

@@ -69,6 +69,11 @@ type TenantsResult struct {
 	PostgresConnsRestart int `json:"postgresConnectionsAfterRestart"`
 	// PostgresRows are the rows the table holds at the end.
 	PostgresRows int `json:"postgresRows"`
+	// TopicBytesRead is what the restarted operator read back from the
+	// Kafka topic until every binding acknowledged; TopicBytes what one
+	// read of the whole topic costs (fetch responses, both).
+	TopicBytesRead int64 `json:"topicBytesReadAfterRestart"`
+	TopicBytes     int64 `json:"topicBytes"`
 	// GitMirrors and GitMirrorBytes are the operator's Git mirrors.
 	GitMirrors     int   `json:"gitMirrors"`
 	GitMirrorBytes int64 `json:"gitMirrorBytes"`
@@ -318,6 +323,13 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 	res.RestartInventoryStatus = diffStatuses(before.inventories, after.inventories)
 	logf("statuses the restart changed: targets %v; inventories %v; inventory versions not Synced meanwhile %v\n%s\n%s", res.RestartTargetStatus, res.RestartInventoryStatus,
 		res.RestartNotSynced, res.RestartTargetStatus.Examples(), res.RestartInventoryStatus.Examples())
+	if res.TopicBytesRead, err = readBack(op.MetricsAddr, "kafka"); err != nil {
+		return res, fmt.Errorf("read back: %w", err)
+	}
+	if res.TopicBytes, err = topicBytes(ctx, broker, "inventory"); err != nil {
+		return res, fmt.Errorf("read the topic: %w", err)
+	}
+	logf("the restarted operator read back %d bytes of the topic; one read of it is %d", res.TopicBytesRead, res.TopicBytes)
 	res.PostgresConnsRestart = conns.reset()
 	stopConns()
 	logf("every binding acknowledged %v after the restart; at most %d Postgres connections; API server and etcd CPU %.1f s meanwhile",

@@ -10,7 +10,7 @@ import (
 // own pipeline and sinks on the same PostgreSQL server, Kafka cluster and
 // Git repository, then namespace churn while one team edits its profile,
 // then a restart. The servers see one client each (the pool's bound, one
-// mirror), the table holds every row, the edit reaches the team's rows,
+// mirror, one read of the topic after the restart), the table holds every row, the edit reaches the team's rows,
 // and nothing the churn deleted is left in status or /metrics. Times are
 // logged, never asserted.
 func TestTenantsShareEveryServer(t *testing.T) {
@@ -25,6 +25,12 @@ func TestTenantsShareEveryServer(t *testing.T) {
 	if res.PostgresConns > 9 || res.PostgresConnsRestart > 9 {
 		t.Errorf("%d and %d Postgres connections (before and after the restart) for one server, want at most 8 and a probe's",
 			res.PostgresConns, res.PostgresConnsRestart)
+	}
+	// The restarted operator reads the shared topic about once for every
+	// team, not once per team.
+	if res.TopicBytesRead <= 0 || res.TopicBytesRead > 2*res.TopicBytes {
+		t.Errorf("the restarted operator read back %d bytes of a topic one read of which is %d, want more than none and at most twice that",
+			res.TopicBytesRead, res.TopicBytes)
 	}
 	if res.GitMirrors != 1 {
 		t.Errorf("%d Git mirrors for one repository, want 1", res.GitMirrors)

@@ -3,7 +3,11 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -39,7 +43,8 @@ func TestInventoriesOnOneTopicReadItOnceAfterARestart(t *testing.T) {
 	fromStart := fc.FetchesFrom(0)
 	clients := &sinks.Clients{}
 	shared := cfg
-	shared.Clients = clients
+	var readBack atomic.Int64
+	shared.Clients, shared.Read = clients, func(n int) { readBack.Add(int64(n)) }
 	restarted := make([]*kafka.Sink, teams)
 	for i := range teams {
 		s, err := kafka.New(shared)
@@ -75,13 +80,34 @@ func TestInventoriesOnOneTopicReadItOnceAfterARestart(t *testing.T) {
 	if n := fromStart(); n != oneRead {
 		t.Errorf("%d fetches from the topic's start for %d inventories, want %d (one read)", n, teams, oneRead)
 	}
+	// The bytes read back (fetch responses, as Config.Read counts them)
+	// are about one whole read of the topic, not one per inventory.
+	afterRestart, whole := readBack.Load(), &fetchBytes{}
+	if err := kafka.ReadTopic(ctx, []kgo.Opt{kgo.SeedBrokers(fc.Brokers()...), kgo.WithHooks(whole)}, "shared", func(*kgo.Record) {}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d inventories read back %d bytes; one read of the topic is %d", teams, afterRestart, whole.n.Load())
+	if got, one := afterRestart, whole.n.Load(); got < one/2 || got > 2*one {
+		t.Errorf("%d inventories read back %d bytes, one read of the topic is %d: want about one read", teams, got, one)
+	}
+	base := fromStart()
 	// A second full export of one inventory reads the topic again: the
 	// image gave its state away.
 	gone := sinktest.Snap(snaps[2].Inventory, sinktest.Rows(40, "1"))
 	if ack, err := restarted[2].Export(ctx, rows.Diff(nil, gone)); err != nil || ack.Written != 10 {
 		t.Fatalf("a second full export wrote %d (%v), want the 10 deletes", ack.Written, err)
 	}
-	if n := fromStart(); n != 2*oneRead {
-		t.Errorf("%d fetches from the topic's start, want %d (two reads) after a scope recovered twice", n, 2*oneRead)
+	if n := fromStart() - base; n != oneRead {
+		t.Errorf("%d fetches from the topic's start, want %d (two reads) after a scope recovered twice", n+oneRead, 2*oneRead)
+	}
+}
+
+// fetchBytes counts the bytes of fetch responses (API key 1) a client
+// reads.
+type fetchBytes struct{ n atomic.Int64 }
+
+func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
+	if key == 1 && err == nil {
+		f.n.Add(int64(bytesRead))
 	}
 }

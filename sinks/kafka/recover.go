@@ -22,13 +22,34 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (*events.Recover
 	im := s.image
 	s.mu.Unlock()
 	if im == nil { // closed meanwhile: a read of its own
-		im = newImage(s.opts, s.cfg.Topic)
+		im = newImage(s.readOpts(), s.cfg.Topic)
 	}
 	rec, err := im.recover(ctx, scope)
 	if err != nil {
 		return nil, s.classify("read back topic", err)
 	}
 	return rec, nil
+}
+
+// readOpts are the options of a client that reads the topic back: the
+// sink's, and a hook that counts the bytes of fetch responses (cfg.Read).
+func (s *Sink) readOpts() []kgo.Opt {
+	if s.cfg.Read == nil {
+		return s.opts
+	}
+	return append(slices.Clone(s.opts), kgo.WithHooks(fetchMeter(s.cfg.Read)))
+}
+
+// fetchMeter tells a function the bytes of each fetch response read.
+type fetchMeter func(bytes int)
+
+// fetchKey is the Kafka API key of a fetch.
+const fetchKey = int16(1)
+
+func (m fetchMeter) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
+	if key == fetchKey && err == nil {
+		m(bytesRead)
+	}
 }
 
 // ReadTopic hands each every record of topic, partition by partition from

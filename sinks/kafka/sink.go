@@ -56,6 +56,10 @@ type Config struct {
 	// the same brokers, topic, credentials and TLS settings; nil gives the
 	// sink a client of its own.
 	Clients *sinks.Clients
+	// Read, when set, is told the bytes of every fetch response the sink
+	// reads back from the topic (its recoveries), for the operator's
+	// metrics.
+	Read func(bytes int)
 }
 
 // Sink produces row changes to one topic.
@@ -146,7 +150,7 @@ func (s *Sink) connect() (*kgo.Client, error) {
 	}
 	// The image is per cluster as well: it folds one cluster's inventories.
 	im, unshare, _ := c.Clients.Acquire("kafka-image", key+"\x00"+c.Cluster, func() (any, func(), error) {
-		return newImage(s.opts, c.Topic), func() {}, nil
+		return newImage(s.readOpts(), c.Topic), func() {}, nil
 	})
 	s.client, s.release, s.image, s.unshare = v.(*kgo.Client), release, im.(*image), unshare
 	return s.client, nil

@@ -158,7 +158,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	}
 	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, SharedDir: c.StateDir, Ambient: creds.Ambient,
 		Writer: c.Registry.Writer, EventMessages: c.Registry.EventMessages,
-		NATSStreamMaxAge: c.Registry.NATSStreamMaxAge, Clients: c.Registry.Clients})
+		NATSStreamMaxAge: c.Registry.NATSStreamMaxAge, Clients: c.Registry.Clients, ReadBack: c.Registry.ReadBack})
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}

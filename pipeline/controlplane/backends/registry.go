@@ -75,6 +75,17 @@ type Env struct {
 	// backends of one server (nil: each backend opens its own, as a probe
 	// does).
 	Clients *sinks.Clients
+	// ReadBack, when set, is told the bytes the backend reads back from
+	// its server to learn what it holds (a Kafka topic's records).
+	ReadBack func(sinkType string, bytes int)
+}
+
+// readBack is ReadBack for one sink type, or nil.
+func (e Env) readBack(sinkType string) func(int) {
+	if e.ReadBack == nil {
+		return nil
+	}
+	return func(n int) { e.ReadBack(sinkType, n) }
 }
 
 // Types are the backends of this build, one line each.
@@ -116,7 +127,10 @@ type Registry struct {
 	// Clients are the connections every backend the cache builds shares
 	// with the others of its server.
 	Clients *sinks.Clients
-	types   map[string]Type
+	// ReadBack, when set, is told the bytes a backend the cache builds
+	// reads back from its server (metrics); see Env.ReadBack.
+	ReadBack func(sinkType string, bytes int)
+	types    map[string]Type
 	// secrets reuses the Secrets read for backends for a few seconds.
 	secrets *secretMemo
 }

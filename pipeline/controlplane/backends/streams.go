@@ -43,7 +43,7 @@ func kafkaType() Type {
 			cfg.Envelope = envelopes(s, env)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
-			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
+			cfg.Dial, cfg.Clients, cfg.Read = GuardedDial(env.Policy), env.Clients, env.readBack("kafka")
 			return kafka.New(cfg)
 		}}
 }

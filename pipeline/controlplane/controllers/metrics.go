@@ -23,6 +23,7 @@ type Metrics struct {
 	connTests *prometheus.CounterVec
 	refs      *prometheus.CounterVec
 	mapErrs   *prometheus.CounterVec
+	readBack  *prometheus.CounterVec
 }
 
 // NewMetrics registers the reconcile series with reg.
@@ -57,8 +58,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			fingerprints.WithLabelValues(c, result)
 		}
 	}
-	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests, m.refs, m.mapErrs, access, fingerprints)
+	m.readBack = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_read_back_bytes_total",
+		Help: "Bytes sinks read back from their servers to learn what they hold (a Kafka topic after a start), by sink type."}, []string{"type"})
+	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests, m.refs, m.mapErrs, m.readBack, access, fingerprints)
 	return m
+}
+
+// ReadBack counts bytes a sink of sinkType read back from its server.
+func (m *Metrics) ReadBack(sinkType string, bytes int) {
+	if m != nil {
+		m.readBack.WithLabelValues(sinkType).Add(float64(bytes))
+	}
 }
 
 // RefResolved counts the resolution of a reference of refType (profile,

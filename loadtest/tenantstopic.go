@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kollect.dev/kollect/sinks/kafka"
+)
+
+// readBackMetric is the operator's count of bytes its sinks read back
+// from their servers, by sink type.
+const readBackMetric = "kollect_sink_read_back_bytes_total"
+
+// readBack is what the operator at addr says its sinks of sinkType read
+// back since it started.
+func readBack(addr, sinkType string) (int64, error) {
+	mfs, err := scrape(addr)
+	if err != nil {
+		return 0, err
+	}
+	mf := mfs[readBackMetric]
+	if mf == nil {
+		return 0, fmt.Errorf("%s not exported", readBackMetric)
+	}
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "type" && l.GetValue() == sinkType {
+				return int64(m.GetCounter().GetValue()), nil
+			}
+		}
+	}
+	return 0, nil // no sink of that type read anything
+}
+
+// topicBytes is what one read of the whole topic costs: the bytes of the
+// fetch responses, counted as the operator counts its own.
+func topicBytes(ctx context.Context, broker, topic string) (int64, error) {
+	f := &fetchBytes{}
+	err := kafka.ReadTopic(ctx, []kgo.Opt{kgo.SeedBrokers(broker), kgo.WithHooks(f)}, topic, func(*kgo.Record) {})
+	return f.n.Load(), err
+}
+
+// fetchBytes counts the bytes of fetch responses (API key 1) a client
+// reads.
+type fetchBytes struct{ n atomic.Int64 }
+
+func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
+	if key == 1 && err == nil {
+		f.n.Add(int64(bytesRead))
+	}
+}
