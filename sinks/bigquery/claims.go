@@ -57,6 +57,7 @@ func (t *table) ensureWriters(ctx context.Context) (ok bool, err error) {
 	return true, nil
 }
 
+// writerParams are the parameters of a statement on one writer record.
 func (s *Sink) writerParams(id rows.Identity, writer string) []bigquery.QueryParameter {
 	p := append(params(id.Namespace, id.Name, s.cfg.Cluster), bigquery.QueryParameter{Name: "sink_table", Value: s.cfg.Table})
 	if writer != "" {
@@ -68,22 +69,74 @@ func (s *Sink) writerParams(id rows.Identity, writer string) []bigquery.QueryPar
 func (s *Sink) writers() string { return quote(s.cfg.Project, s.cfg.Dataset, writersTable) }
 
 // Writer returns the writer recorded for the inventory in this sink's
-// table and cluster.
+// table and cluster. Every export reads it (sinks.Claimed), so the reads
+// of a table's inventories are coalesced like their exports: one query
+// answers every read waiting when it starts (readWriters).
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
 	if ok, err := s.t.ensureWriters(ctx); !ok {
 		return "", err
 	}
-	q := s.t.client.Query(`SELECT writer FROM ` + s.writers() + ` AS t WHERE ` + writerKey)
-	q.Parameters = s.writerParams(id, "")
-	var w string
-	err := s.t.read(ctx, q, 1, func(row []bigquery.Value) error {
-		w, _ = row[0].(string)
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("read the writer record: %w", err)
+	r := &writerRead{scope: id.Namespace + "/" + id.Name, done: make(chan struct{})}
+	s.t.mu.Lock()
+	s.t.reads = append(s.t.reads, r)
+	if !s.t.reading {
+		s.t.reading = true
+		go s.t.readWriters()
 	}
-	return w, nil
+	s.t.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.writer, r.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("read the writer record: %w", ctx.Err())
+	}
+}
+
+// writerRead is one inventory's read of its writer record.
+type writerRead struct {
+	scope  string
+	done   chan struct{}
+	writer string
+	err    error
+}
+
+// readWriters answers the waiting writer reads, one query for all that
+// wait when it starts, until none wait.
+func (t *table) readWriters() {
+	for {
+		t.mu.Lock()
+		reads := t.reads
+		t.reads = nil
+		if len(reads) == 0 {
+			t.reading = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		scopes := make([]string, 0, len(reads))
+		for _, r := range reads {
+			scopes = append(scopes, r.scope)
+		}
+		q := t.client.Query(`SELECT t.inventory_namespace, t.inventory_name, t.writer FROM ` + quote(t.cfg.Project, t.cfg.Dataset, writersTable) + ` AS t
+WHERE t.cluster = @cluster AND t.sink_table = @sink_table AND CONCAT(t.inventory_namespace, '/', t.inventory_name) IN UNNEST(@scopes)`)
+		q.Parameters = []bigquery.QueryParameter{{Name: paramCluster, Value: t.cfg.Cluster}, {Name: "sink_table", Value: t.cfg.Table},
+			{Name: paramScopes, Value: scopes}}
+		writers := map[string]string{}
+		ctx, cancel := context.WithTimeout(t.ctx, callTimeout)
+		err := t.read(ctx, q, 3, func(row []bigquery.Value) error {
+			w, _ := row[2].(string)
+			writers[fmt.Sprint(row[0])+"/"+fmt.Sprint(row[1])] = w
+			return nil
+		})
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("read the writer record: %w", err)
+		}
+		for _, r := range reads {
+			r.writer, r.err = writers[r.scope], err
+			close(r.done)
+		}
+	}
 }
 
 // SetWriter records (or, for "", removes) the inventory's writer.

@@ -210,3 +210,47 @@ func TestAJobWhoseStartWentUnansweredIsFound(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterReadsOfManyInventoriesShareAQuery: every export reads its
+// inventory's writer record (sinks.Claimed). Forty inventories reading at
+// once through the sinks of one process share a few queries, not one
+// each, and each still gets its own record.
+func TestWriterReadsOfManyInventoriesShareAQuery(t *testing.T) {
+	srv, key := fake(t)
+	clients := &sinks.Clients{}
+	const teams = 40
+	ss := make([]*bigquery.Sink, teams)
+	ctx := context.Background()
+	for i := range ss {
+		cfg := config(srv, key, "")
+		cfg.Clients = clients
+		ss[i] = newSink(t, cfg)
+		if i%2 == 0 {
+			if err := ss[i].SetWriter(ctx, rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"}, fmt.Sprintf("writer-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	from := len(srv.Statements())
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.Writer(ctx, rows.Identity{Namespace: fmt.Sprintf("team-%d", i), Name: "inv"})
+			want := ""
+			if i%2 == 0 {
+				want = fmt.Sprintf("writer-%d", i)
+			}
+			if err != nil || w != want {
+				t.Errorf("team-%d: writer %q (%v), want %q", i, w, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+	queries := len(srv.Statements()) - from
+	t.Logf("%d writer reads: %d queries", teams, queries)
+	if queries < 1 || queries > teams/4 {
+		t.Errorf("%d writer reads ran %d queries, want at most %d: they are not coalesced", teams, queries, teams/4)
+	}
+}

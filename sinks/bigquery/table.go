@@ -40,6 +40,10 @@ type table struct {
 	queue        []*request
 	running      bool
 	idle         chan struct{} // closed when no batch runs; nil while one does
+	// reads wait for the next query of writer records (Sink.Writer);
+	// reading is true while one runs.
+	reads   []*writerRead
+	reading bool
 }
 
 // tableKey is everything that makes two sinks' tables differ: the table,

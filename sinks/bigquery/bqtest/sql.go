@@ -44,8 +44,9 @@ const (
 		"GROUP BY t.inventory_namespace, t.inventory_name"
 
 	// The writer records: one row per sink table, cluster and inventory.
-	writerKey         = "{SCOPE} AND t.sink_table = @sink_table"
-	writerReadShape   = "SELECT writer FROM {T} AS t WHERE " + writerKey
+	writerKey       = "{SCOPE} AND t.sink_table = @sink_table"
+	writerReadShape = "SELECT t.inventory_namespace, t.inventory_name, t.writer FROM {T} AS t " +
+		"WHERE t.cluster = @cluster AND t.sink_table = @sink_table AND CONCAT(t.inventory_namespace, '/', t.inventory_name) IN UNNEST(@scopes)"
 	writerDeleteShape = "DELETE FROM {T} AS t WHERE " + writerKey
 	writerSetShape    = "MERGE {T} AS t USING (SELECT 1) AS s ON " + writerKey + " " +
 		"WHEN MATCHED THEN UPDATE SET writer = @writer, updated_at = CURRENT_TIMESTAMP() " +
@@ -74,7 +75,7 @@ var (
 		shape(statsShape, "SELECT", (*Server).stats, "cluster", "exported_at"),
 		shape(removeShape, "DELETE", (*Server).remove, "cluster"),
 		shape(countShape, "SELECT", (*Server).count, "cluster", "scopes"),
-		shape(writerReadShape, "SELECT", (*Server).readWriter, writerParams...),
+		shape(writerReadShape, "SELECT", (*Server).readWriters, "cluster", "scopes", "sink_table"),
 		shape(writerDeleteShape, "DELETE", (*Server).deleteWriter, writerParams...),
 		shape(writerSetShape, "MERGE", (*Server).setWriter, append(slices.Clone(writerParams), "writer")...),
 	}
@@ -236,12 +237,16 @@ func (x *execution) isWriter(r Row) bool {
 		r.Values["sink_table"] == x.params["sink_table"].Value
 }
 
-func (s *Server) readWriter(x *execution) *jobError {
-	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "writer", Type: "STRING", Mode: "NULLABLE"}}}
+// readWriters reads the writer records of the inventories @scopes names.
+func (s *Server) readWriters(x *execution) *jobError {
+	scopes := x.params["scopes"].Values
+	x.job.schema = &bq.TableSchema{Fields: []*bq.TableFieldSchema{{Name: "inventory_namespace", Type: "STRING"}, {Name: "inventory_name", Type: "STRING"},
+		{Name: "writer", Type: "STRING"}}}
 	x.job.rows = nil
 	for _, r := range x.table.rows {
-		if x.isWriter(r) {
-			x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: r.Values["writer"]}}})
+		name := fmt.Sprintf("%v/%v", r.Values["inventory_namespace"], r.Values["inventory_name"])
+		if r.Values["cluster"] == x.cluster && r.Values["sink_table"] == x.params["sink_table"].Value && slices.Contains(scopes, name) {
+			x.job.rows = append(x.job.rows, &bq.TableRow{F: []*bq.TableCell{{V: r.Values["inventory_namespace"]}, {V: r.Values["inventory_name"]}, {V: r.Values["writer"]}}})
 		}
 	}
 	return nil
