@@ -127,8 +127,10 @@ type Registry struct {
 	// Clients are the connections every backend the cache builds shares
 	// with the others of its server.
 	Clients *sinks.Clients
-	// ReadBack, when set, is told the bytes a backend the cache builds
-	// reads back from its server (metrics); see Env.ReadBack.
+	// ReadBack, when set, is told the bytes every backend the registry
+	// builds reads back from its server (metrics; a probe's backend may
+	// open the read-back client the others then share); see
+	// Env.ReadBack.
 	ReadBack func(sinkType string, bytes int)
 	types    map[string]Type
 	// secrets reuses the Secrets read for backends for a few seconds.
@@ -178,7 +180,7 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 		return nil, err
 	}
 	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages,
-		NATSStreamMaxAge: r.NATSStreamMaxAge})
+		NATSStreamMaxAge: r.NATSStreamMaxAge, ReadBack: r.ReadBack})
 }
 
 // Kind returns a sink object's family and effective type: a
