@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"strings"
 	"time"
 
@@ -113,25 +114,21 @@ func (r *Recovered) Check(s Scope, adopt string) error {
 
 // Image is what a stream holds for every inventory of one cluster, folded
 // in one read: the sinks of many inventories on one topic recover from it
-// instead of reading the topic once each. Each scope is taken once (its
-// state then belongs to the export that took it, so the image never holds
-// a second copy); a scope asked for again needs a new image.
+// instead of reading the topic once each. It keeps folding every scope,
+// so a scope asked for again (an export retried in full after a failure)
+// is answered from the image and what the stream got since, never by
+// reading the stream from its start again.
 type Image struct {
 	Cluster string
 	scopes  map[string]*Recovered // by inventory (namespace/name)
-	taken   map[string]bool
 }
 
-// Fold applies one message; messages of other clusters, and of scopes
-// already taken, are ignored.
+// Fold applies one message; messages of other clusters are ignored.
 func (im *Image) Fold(header func(string) string) {
 	if header(HeaderCluster) != im.Cluster {
 		return
 	}
 	inv := header(HeaderInventory)
-	if im.taken[inv] {
-		return
-	}
 	r, ok := im.scopes[inv]
 	if !ok {
 		if im.scopes == nil {
@@ -143,23 +140,14 @@ func (im *Image) Fold(header func(string) string) {
 	r.fold(header)
 }
 
-// Taken reports whether s was taken from the image already.
-func (im *Image) Taken(s Scope) bool { return im.taken[s.inventory()] }
-
-// Take hands over what the image holds for s (empty when nothing) and
-// stops folding it.
+// Take returns a copy of what the image holds for s (empty when nothing):
+// the export that takes it owns the copy, and the image goes on folding.
 func (im *Image) Take(s Scope) *Recovered {
-	inv := s.inventory()
-	r, ok := im.scopes[inv]
+	r, ok := im.scopes[s.inventory()]
 	if !ok || s.Cluster != im.Cluster {
-		r = &Recovered{State: State{}}
+		return &Recovered{State: State{}}
 	}
-	delete(im.scopes, inv)
-	if im.taken == nil {
-		im.taken = map[string]bool{}
-	}
-	im.taken[inv] = true
-	return r
+	return &Recovered{State: maps.Clone(r.State), Writer: r.Writer}
 }
 
 func (st State) fold(header func(string) string) {

@@ -21,8 +21,9 @@ const imageIdle = time.Minute
 // not once each. The first recovery reads the topic from its start and
 // folds the records of every inventory of the cluster (events.Image); each
 // later one reads only what was produced since the last read, then takes
-// its own inventory's state. A scope recovered a second time, a read that
-// failed, or a topic that lost records since, starts a new image.
+// a copy of its own inventory's state (a scope recovered a second time,
+// after a failed export, included). A read that failed, or a topic that
+// lost records since, starts a new image.
 type image struct {
 	opts  []kgo.Opt
 	topic string
@@ -46,7 +47,7 @@ func (im *image) recover(ctx context.Context, scope events.Scope) (*events.Recov
 		return nil, ctx.Err()
 	}
 	defer func() { <-im.turn }()
-	if im.folded == nil || im.folded.Cluster != scope.Cluster || im.folded.Taken(scope) {
+	if im.folded == nil || im.folded.Cluster != scope.Cluster {
 		im.folded, im.offsets = &events.Image{Cluster: scope.Cluster}, nil
 	}
 	cl, err := kgo.NewClient(im.opts...)
