@@ -46,6 +46,7 @@ var tenantsPanels = []tenantsPanel{
 	{"Shared servers and metrics", "count", []tenantsLine{
 		{"PostgreSQL connections (peak)", func(t *TenantsResult) float64 { return float64(max(t.PostgresConns, t.PostgresConnsRestart)) }},
 		{"Git mirrors", func(t *TenantsResult) float64 { return float64(t.GitMirrors) }},
+		{"Kafka topic reads after a restart", func(t *TenantsResult) float64 { return float64(t.TopicBytesRead) / float64(max(t.TopicBytes, 1)) }},
 		{"/metrics series ÷ 100", func(t *TenantsResult) float64 { return float64(t.Series) / 100 }},
 	}},
 }
