@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Metrics are the informer series of OPERATIONS §3. A nil *Metrics records
-// nothing.
+// Metrics are the informer series of upstream's metric catalogue. A nil
+// *Metrics records nothing.
 type Metrics struct {
 	objectCount *prometheus.GaugeVec
 	clusterWide *prometheus.GaugeVec

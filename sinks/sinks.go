@@ -75,8 +75,8 @@ type Snapshot interface {
 	Export(ctx context.Context, snap *rows.Snapshot) (Ack, error)
 }
 
-// Parted is a Snapshot backend that writes an export split into parts
-// (SEMANTICS §4.4), all of them as one unit for readers: one commit, or
+// Parted is a Snapshot backend that writes an export split into parts,
+// all of them as one unit for readers: one commit, or
 // the objects of every part before the manifest that names them.
 type Parted interface {
 	ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part) (Ack, error)

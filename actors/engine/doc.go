@@ -1,6 +1,6 @@
 // Package engine is the facade the controllers drive: it owns the actor
 // system and the informer manager, spawns and reconfigures Target and
 // Inventory actors, and links every inventory to the targets of its
-// namespace (SEMANTICS §4.1). Its methods may block on informer syncs, so
+// namespace. Its methods may block on informer syncs, so
 // they run on reconciler goroutines, never inside an actor.
 package engine

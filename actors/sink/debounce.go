@@ -7,7 +7,7 @@ import (
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
-// Debounce decides when a binding exports (SEMANTICS §4.3): a material
+// Debounce decides when a binding exports: a material
 // change (new checksum or inventory generation) exports at once; unchanged
 // content is re-exported once Interval has passed since the last
 // acknowledged export, and never when Interval is 0.

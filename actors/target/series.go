@@ -10,8 +10,7 @@ import (
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
-// Metric is one profile series (KollectProfile spec.metrics, SEMANTICS
-// §2.9): the sum of a numeric attribute over the target's rows, and, with
+// Metric is one profile series (KollectProfile spec.metrics): the sum of a numeric attribute over the target's rows, and, with
 // labels, the same sum per tuple of label attributes.
 type Metric struct {
 	Name   string

@@ -65,7 +65,7 @@ type Report struct {
 	Count               int
 	ExtractionFailures  int
 	LastExtractionError string
-	// Profile, GVK and Series are the target's profile series (§2.9);
+	// Profile, GVK and Series are the target's profile series;
 	// Series is a new value only when they were computed again.
 	Profile, GVK string
 	Series       *Series

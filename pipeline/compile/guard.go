@@ -8,7 +8,7 @@ import (
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 )
 
-// Opt-in annotations a profile on core Secrets needs (API.md §5).
+// Opt-in annotations a profile on core Secrets needs.
 const (
 	AllowSecretExtraction   = "kollect.dev/allow-secret-extraction"
 	AllowFullResourceExport = "kollect.dev/allow-full-resource-export"

@@ -1,7 +1,7 @@
 // Package bigquery is the BigQuery database sink: one table row per
 // inventory row, keyed by inventory, cluster, target and object UID, in a
 // table partitioned by day on exported_at and clustered by cluster,
-// inventory and resource namespace (SEMANTICS §11.8).
+// inventory and resource namespace.
 //
 // The exports of every inventory this process writes into one table with
 // the same credentials run together as batches (batch.go): a load job

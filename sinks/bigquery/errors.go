@@ -35,7 +35,7 @@ func classify(cfg Config, op string, err error) error {
 	}
 	var be *bigquery.Error
 	if errors.As(err, &be) && (be.Reason == "invalidQuery" || be.Reason == "invalid") {
-		return sinks.Permanent(fmt.Errorf("bigquery %s: %s (is the table's schema the one SEMANTICS §11.8 describes?)", op, be.Message))
+		return sinks.Permanent(fmt.Errorf("bigquery %s: %s (does the table have the columns docs/sinks.md lists for the BigQuery sink?)", op, be.Message))
 	}
 	if terr := sinks.Transport("bigquery", op, "the API host", err.Error(), err); terr != nil {
 		return terr

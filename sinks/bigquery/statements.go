@@ -16,7 +16,7 @@ const (
 	paramScopes     = "scopes"
 )
 
-// Schema is the table an ensure-mode sink creates (SEMANTICS §11.8).
+// Schema is the table an ensure-mode sink creates.
 func Schema() bigquery.Schema {
 	req := func(name string) *bigquery.FieldSchema {
 		return &bigquery.FieldSchema{Name: name, Type: bigquery.StringFieldType, Required: true}

@@ -295,8 +295,8 @@ func (l Layout) renderIndex(snap *rows.Snapshot, pathOf func(j int) string) (str
 }
 
 // resolve is the layout for snap: with no mode set, rows of a
-// Resource-export profile become a manifest tree (SEMANTICS §11.3
-// auto-detection).
+// Resource-export profile (whose rows carry apiVersion and kind) become a
+// manifest tree, as upstream detects them.
 func (l Layout) resolve(snap *rows.Snapshot) Layout {
 	if l.Mode == "" {
 		if key, ok := manifestKey(snap); ok {

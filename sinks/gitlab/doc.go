@@ -1,4 +1,4 @@
-// Package gitlab is the GitLab snapshot backend (SEMANTICS §11.5): the Git
+// Package gitlab is the GitLab snapshot backend: the Git
 // sink's layout, written through GitLab's REST API v4 instead of a clone.
 // An export is one commit made with the commits API (create, update and
 // delete actions together), holding only the files that changed, and a

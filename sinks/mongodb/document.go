@@ -14,7 +14,7 @@ import (
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
-// Field names of a stored document (SEMANTICS §11.7), plus payload_sha256:
+// Field names of a stored document, plus payload_sha256:
 // the row's content hash, so that a reconciliation compares documents
 // without reading their payloads.
 const (

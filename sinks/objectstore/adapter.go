@@ -18,7 +18,7 @@ type Endpoint struct {
 	Prefix  string
 }
 
-// ParseEndpoint reads the endpoint forms of SEMANTICS §11.4:
+// ParseEndpoint reads the endpoint forms upstream accepts:
 // scheme://bucket[/prefix] for the provider's own endpoint (s3://, gs://,
 // azblob://), https://host[:port]/bucket[/prefix] for a custom endpoint
 // (path-style), or bare bucket[/prefix]. gs://bucket/prefix is a bucket

@@ -25,7 +25,7 @@ func duckdbPrefix(t *testing.T) string {
 	return p
 }
 
-// A Parquet export is what an analyst's DuckDB reads: the §11.4 columns
+// A Parquet export is what an analyst's DuckDB reads: upstream's columns
 // with their types, one row per item, hot attributes as columns.
 func TestParquetReadsInDuckDB(t *testing.T) {
 	dir := t.TempDir()

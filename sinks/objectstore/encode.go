@@ -233,8 +233,8 @@ func cell(v any) (string, error) {
 	return string(b), err
 }
 
-// HotColumns turns objectStore.hotAttributes into Parquet column names
-// (SEMANTICS §11.4): trimmed, de-duplicated case-insensitively, sorted;
+// HotColumns turns objectStore.hotAttributes into Parquet column names:
+// trimmed, de-duplicated case-insensitively, sorted;
 // each column named attr_ + the lower-cased name with -, _ and . turned
 // into _ and other characters dropped (unknown when nothing is left). It
 // returns the attribute names and their columns, in the same order.
@@ -272,7 +272,7 @@ func HotColumns(names []string) (attrs, columns []string) {
 	return attrs, columns
 }
 
-// parquetSchema is the §11.4 schema: a flat group named inventory (the
+// parquetSchema is upstream's Parquet schema: a flat group named inventory (the
 // library stores a group's columns in alphabetical order).
 func (e *encoder) parquetSchema() (*parquet.Schema, []string, []string) {
 	g := parquet.Group{

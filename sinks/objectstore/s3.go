@@ -15,7 +15,7 @@ import (
 	"kollect.dev/kollect/sinks"
 )
 
-// S3 credential keys (SEMANTICS §11.4), first non-empty wins.
+// S3 credential keys, first non-empty wins.
 var (
 	accessKeyKeys = []string{"accessKeyID", "AWS_ACCESS_KEY_ID"}
 	secretKeyKeys = []string{"secretAccessKey", "AWS_SECRET_ACCESS_KEY"}

@@ -240,7 +240,7 @@ func decode(t *testing.T, key, encoding string, body []byte) []string {
 	return out
 }
 
-// fromParquet rebuilds row JSON from the §11.4 columns.
+// fromParquet rebuilds row JSON from the Parquet columns.
 func fromParquet(t *testing.T, body []byte) []string {
 	t.Helper()
 	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
@@ -286,7 +286,7 @@ func fromParquet(t *testing.T, body []byte) []string {
 	return out
 }
 
-// pqRow reads the §11.4 columns.
+// pqRow reads the Parquet columns.
 type pqRow struct {
 	APIVersion      string    `parquet:"api_version"`
 	AttrImage       *string   `parquet:"attr_image,optional"`

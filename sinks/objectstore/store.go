@@ -279,8 +279,9 @@ var unsafeSegment = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 func hive(v string) string { return unsafeSegment.ReplaceAllString(v, "_") }
 
-// objectKey renders an object's key. Parquet documents use the Hive-style
-// path of SEMANTICS §11.4 (the path template does not apply).
+// objectKey renders an object's key. Parquet documents use upstream's
+// Hive-style path, inventory/cluster=<c>/ns=<ns>/name=<name>/generation=<g>
+// (the path template does not apply).
 func (s *Store) objectKey(o object) (string, error) {
 	id := o.id
 	ext := extension(s.cfg.Format) + s.enc.suffix()

@@ -185,7 +185,7 @@ func TestPerResourceWritesOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-// The endpoint forms of SEMANTICS §11.4; gs://bucket/prefix is a bucket
+// The endpoint forms upstream accepts; gs://bucket/prefix is a bucket
 // and a prefix (upstream takes gs:// for a custom endpoint).
 func TestParseEndpoint(t *testing.T) {
 	cases := []struct {

@@ -124,7 +124,7 @@ spec:
   attributes: [{name: replicas, path: '$.spec.replicas'}]
 `
 
-// TestAdmission runs each rule of API.md §5 through the real API server:
+// TestAdmission runs each webhook rule through the real API server:
 // what a webhook refuses, with its message, and what it accepts.
 func TestAdmission(t *testing.T) {
 	for _, d := range strings.Split(setup, "\n---\n") {

@@ -1,5 +1,5 @@
 // Package admission holds the validating webhooks of the eleven Kollect
-// kinds (API.md §5, OPERATIONS §5): what the CRD schema cannot check
+// kinds: what the CRD schema cannot check
 // (expressions that must compile, Secret-extraction guards, endpoints, the
 // scopes in force, tenant mode), with warnings returned as admission
 // warnings. The controllers enforce the same scope rules at runtime, so a

@@ -21,8 +21,8 @@ const DefaultMaxExportBytes = 1572864
 
 // schemaDefaultInterval is what the CRD schema fills in for an omitted
 // spec.exportMinInterval: the webhook cannot tell it from a value the user
-// wrote, so it is not compared with a scope's floor here (SEMANTICS §6.1
-// recommendation); the runtime raises it to the floor.
+// wrote, so it is not compared with a scope's floor here (an omitted
+// interval is not the user's to fix); the runtime raises it to the floor.
 const schemaDefaultInterval = "30s"
 
 // floorProblems compares the intervals written on an object with the

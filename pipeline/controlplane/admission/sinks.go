@@ -41,7 +41,8 @@ func secretWarnings(ctx context.Context, c client.Reader, sink client.Object) []
 }
 
 // common checks what every family sink shares: the interval floor of its
-// namespace, its Secret references and the warnings of API.md §5.
+// namespace, its Secret references and the warnings upstream's webhooks
+// give.
 func common(ctx context.Context, c client.Reader, sink client.Object, s *kollectv1alpha1.SinkCommonFields) (warnings, problems []string) {
 	ns := sink.GetNamespace()
 	problems = floorProblems(ctx, c, ns, map[string]string{"spec.exportMinInterval": string(s.ExportMinInterval)})
@@ -109,8 +110,8 @@ func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1a
 	return warnings, problems
 }
 
-// objectStoreSink: what an object store can write (SEMANTICS §12, with
-// CSV and compression implemented here), and a warning for fleets.
+// objectStoreSink: what an object store can write (upstream's formats,
+// with CSV and compression implemented here), and a warning for fleets.
 func objectStoreSink(s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
 	format, compression := "", ""
 	if st := s.Spec.Serialization; st != nil {

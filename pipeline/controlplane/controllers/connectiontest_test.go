@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestConnectionTestProbesOwnsAndExpires runs KollectConnectionTests
-// (SEMANTICS §8.2): one against a reachable Git sink completes with
+// TestConnectionTestProbesOwnsAndExpires runs KollectConnectionTests:
+// one against a reachable Git sink completes with
 // ProbeSucceeded, a latency and the sink as its controller owner, and is
 // deleted after its TTL; one naming a missing sink completes with
 // SinkNotFound.

@@ -13,8 +13,7 @@ import (
 	"kollect.dev/kollect/sinks"
 )
 
-// Metrics are the reconcile and probe series of the upstream catalogue
-// (OPERATIONS §3).
+// Metrics are the reconcile and probe series of the upstream catalogue.
 type Metrics struct {
 	total     *prometheus.CounterVec
 	duration  *prometheus.HistogramVec

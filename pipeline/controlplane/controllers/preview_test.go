@@ -12,8 +12,8 @@ import (
 )
 
 // TestPreviewRendersOnRequestAndOnlyWhenItChanges: the kollect.dev/preview
-// annotation renders status.preview from the synthetic inventory team-a/api
-// (SEMANTICS §8.3); another reconcile with the same content keeps
+// annotation renders status.preview from the synthetic inventory team-a/api;
+// another reconcile with the same content keeps
 // renderedAt, and removing the annotation clears the preview.
 func TestPreviewRendersOnRequestAndOnlyWhenItChanges(t *testing.T) {
 	apply(t, namespaceYAML("preview", "")+`---

@@ -91,10 +91,10 @@ func event(t *testing.T, ns, name, typ, reason string) {
 }
 
 // TestScopesHoldAtRuntime runs a tenant's pipeline with the webhooks off,
-// as SEMANTICS §6 requires: what its KollectScope forbids degrades the
-// object with the spec's reason and a Warning event, collects and exports
-// nothing, and leaves what the sink holds alone; a scope change takes effect
-// without a restart.
+// since scopes must hold without admission too: what its KollectScope
+// forbids degrades the object with the spec's reason and a Warning event,
+// collects and exports nothing, and leaves what the sink holds alone; a
+// scope change takes effect without a restart.
 func TestScopesHoldAtRuntime(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "tenant.git")
 	bareRepo(t, bare)

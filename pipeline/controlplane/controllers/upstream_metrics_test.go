@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Upstream's series exist beside ours (OPERATIONS §3), scraped from the
+// Upstream's series exist beside ours, scraped from the
 // real manager: rows per profile and kind (following the cluster), probes
 // by sink type and result. kollect_export_debounced_total is tested with
 // the sink actor (actors/sink).

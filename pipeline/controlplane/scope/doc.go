@@ -1,7 +1,7 @@
 // Package scope reads the tenancy ceilings (KollectScope, KollectClusterScope)
 // and checks objects against them. The same checks serve the controllers,
 // which degrade an object that breaks its scope, and the admission
-// webhooks, which refuse it (SEMANTICS §6).
+// webhooks, which refuse it.
 //
 // Scopes only narrow. Where upstream used the scope with the smallest name
 // and ignored the others, a Ceiling here is every scope that governs an

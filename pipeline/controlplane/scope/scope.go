@@ -14,7 +14,7 @@ import (
 	"kollect.dev/kollect/pipeline/model/selection"
 )
 
-// Condition reasons for scope violations (API.md §4).
+// Condition reasons for scope violations.
 const (
 	ReasonGVKDenied           = "ScopeGVKDenied"
 	ReasonNamespaceDenied     = "ScopeNamespaceDenied"

@@ -12,8 +12,8 @@ import (
 	"kollect.dev/kollect/actors/target"
 )
 
-// profileSeries publishes the targets' profile-driven series (SEMANTICS
-// §2.9): kollect_custom_resource_series{profile,gvk,series} and, for
+// profileSeries publishes the targets' profile-driven series:
+// kollect_custom_resource_series{profile,gvk,series} and, for
 // metrics with labels, kollect_custom_resource_labeled_series with one
 // more label per label attribute, both summed over the targets that share
 // a profile and kind. It is a collector: a metric's label names are its

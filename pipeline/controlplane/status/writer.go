@@ -229,5 +229,6 @@ func (w *Writer) InventoryReport(r inventory.Report) {
 }
 
 // ClusterNamespace is the inventory namespace of cluster inventories in
-// exports (SEMANTICS §9: inventory/cluster/<name>).
+// exports: their rows are filed under inventory/cluster/<name>, as
+// upstream files them.
 const ClusterNamespace = compile.ClusterInventoryNamespace

@@ -110,7 +110,7 @@ func demoDatabaseSamples(t *testing.T, d *demo) {
 		t.Fatal(err)
 	}
 	// exportMinInterval (5m on the BigQuery sample) spaces re-exports of
-	// unchanged data; a change is exported at once (SEMANTICS §4.3).
+	// unchanged data; a change is exported at once.
 	waitUntil(t, 20*time.Second, "the deleted Deployment leaves both databases", func() bool {
 		return slices.Equal(inMongo(), []string{"storefront"}) && slices.Equal(inBigQuery(), []string{"storefront"})
 	})

@@ -93,8 +93,8 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 	objNS, _ := md["namespace"].(string)
 	name, _ := md["name"].(string)
 	uid, _ := md["uid"].(string)
-	// Cluster-scoped objects are tested as if they lived in "default"
-	// (SEMANTICS §2.2); their rows keep an empty namespace.
+	// Cluster-scoped objects are tested as if they lived in "default";
+	// their rows keep an empty namespace.
 	ns := objNS
 	if ns == "" {
 		ns = "default"

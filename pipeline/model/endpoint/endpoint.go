@@ -148,8 +148,7 @@ func (p Policy) checkAddr(a netip.Addr) error {
 	return nil
 }
 
-// CheckAtAdmission is the admission-time layer of the guard (SEMANTICS
-// §10.2): the names that stand for loopback or metadata services and
+// CheckAtAdmission is the admission-time layer of the guard: the names that stand for loopback or metadata services and
 // literal addresses are refused, file:// URLs unless loopback is allowed
 // (development), without resolving anything: names are checked again, on
 // the address really dialled, when a backend connects. raw is a URL, or a

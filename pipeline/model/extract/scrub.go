@@ -8,7 +8,7 @@ import (
 var builtinScrubKeys = []string{"password", "passwd", "secret", "token", "apikey", "api_key", "privatekey",
 	"private_key", "credential", "auth", "clientsecret", "connectionstring"}
 
-// Scrubber redacts values under sensitive map keys (SEMANTICS §2.7).
+// Scrubber redacts values under sensitive map keys.
 type Scrubber struct{ keys map[string]bool }
 
 // NewScrubber builds a scrubber from the built-in keys plus extra ones.

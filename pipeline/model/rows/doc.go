@@ -1,6 +1,6 @@
 // Package rows is Kollect's data contract: a Row per collected object, and
 // an immutable Snapshot of an inventory's rows in canonical order with the
-// checksum upstream readers verify (SEMANTICS §3).
+// checksum upstream readers verify.
 //
 // Rows carry their canonical JSON, encoded once when the row is built, so
 // that snapshots, checksums and sinks never re-serialise unchanged rows. A

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Part is one part of an export split by a size ceiling (SEMANTICS §4.4):
+// Part is one part of an export split by a size ceiling:
 // a snapshot of some of the rows (canonically ordered, with their own
 // checksum, the whole export's identity and time), and its place among
 // the parts. Index and Total are 0 for an export in one part.
@@ -47,8 +47,8 @@ func (e *ItemTooLargeError) Error() string {
 		e.Ceiling, e.Key, e.Size)
 }
 
-// Partition splits s into parts whose envelopes are at most ceiling bytes
-// (SEMANTICS §4.4): one part when the whole envelope fits (or ceiling is
+// Partition splits s into parts whose envelopes are at most ceiling bytes:
+// one part when the whole envelope fits (or ceiling is
 // 0); otherwise rows sorted by their JSON text are packed greedily, each
 // group measured as if its partIndex and partTotal were the number of
 // rows, and each part's rows put back in canonical order. A row that does

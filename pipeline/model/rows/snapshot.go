@@ -107,8 +107,8 @@ func (s *Snapshot) ChecksumShort() string {
 	return s.Checksum[:12]
 }
 
-// Envelope writes the snapshot as the compact export envelope of SEMANTICS
-// §3.2, byte for byte as upstream writes it. cluster is set only by the
+// Envelope writes the snapshot as the compact export envelope, byte for
+// byte as upstream writes it. cluster is set only by the
 // pipeline CLI.
 func (s *Snapshot) Envelope(cluster string) []byte { return s.envelope(cluster, 0, 0) }
 

@@ -1,5 +1,4 @@
-// Package selection decides which objects a target collects (SEMANTICS
-// §2.2, §2.4, §2.5): namespace include/exclude lists and selectors, the
+// Package selection decides which objects a target collects: namespace include/exclude lists and selectors, the
 // watch-label gate and OptIn mode, and either the legacy label selector and
 // names or the OR-ed resourceRules with their CEL match policies.
 //

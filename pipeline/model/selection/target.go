@@ -148,7 +148,7 @@ func (r *Rule) matches(gvk schema.GroupVersionKind, set labels.Labels, ns *Names
 	return r.Policy == nil || r.Policy.Match(obj)
 }
 
-// watchGate applies the kollect.dev/watch label and annotation (§2.5).
+// watchGate applies the kollect.dev/watch label and annotation.
 func (t *Target) watchGate(objLabels labels.Labels, ns *Namespace) bool {
 	switch objLabels.Get(WatchLabel) {
 	case "disabled":

@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // checkScope applies the cluster scope to a cluster inventory's sinks
 // (their namespaces, then the family allow-lists) and the floor of the
-// KollectScope in its sinkNamespace to its intervals (SEMANTICS §6.2).
+// KollectScope in its sinkNamespace to its intervals.
 func checkScope(ctx context.Context, c client.Reader, ci *kollectv1alpha1.KollectClusterInventory, b *inventory.Bindings) (*scope.Violation, error) {
 	ceiling, err := scope.Cluster(ctx, c)
 	if err != nil {

@@ -144,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	verdict.Profile, verdict.GVK = pref.Namespace+"/"+pref.Name, status.GVKLabel(c.GVK)
 	// The cluster scope's namespace lists filter what a cluster target
-	// reads (SEMANTICS §6.2); its kinds are a hard rule.
+	// reads; its kinds are a hard rule.
 	if v := ceiling.CheckGVKs(c.GVKs()); v != nil {
 		return degrade(v.Reason, v.Message)
 	}

@@ -1,4 +1,4 @@
 // Package connectiontest reconciles KollectConnectionTests: one probe of
 // one sink, its result and latency in status, and the test's deletion a
-// while after it completed (SEMANTICS §8.2).
+// while after it completed.
 package connectiontest

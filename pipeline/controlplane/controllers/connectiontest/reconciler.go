@@ -20,7 +20,7 @@ import (
 	"kollect.dev/kollect/pipeline/controlplane/controllers"
 )
 
-// Condition types and reasons (API.md §4).
+// Condition types and reasons.
 const (
 	TypeConnectionVerified = "ConnectionVerified"
 	TypeReady              = "Ready"

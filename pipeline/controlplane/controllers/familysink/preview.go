@@ -20,7 +20,7 @@ import (
 	"kollect.dev/kollect/sinks/postgres"
 )
 
-// PreviewAnnotation asks for status.preview (SEMANTICS §8.3).
+// PreviewAnnotation asks for status.preview.
 const PreviewAnnotation = "kollect.dev/preview"
 
 // sample is the synthetic inventory previews render: team-a/api,

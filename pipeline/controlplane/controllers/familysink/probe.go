@@ -18,7 +18,7 @@ import (
 // Annotation that forces a probe even when spec.connectionTest is false.
 const TestConnectionAnnotation = "kollect.dev/test-connection"
 
-// Condition types and reasons (API.md §4).
+// Condition types and reasons.
 const (
 	TypeConnectionVerified = "ConnectionVerified"
 	TypeDegraded           = "Degraded"

@@ -41,8 +41,9 @@ func (e *CleanupError) Reason() string {
 	return ReasonCleanupFailed
 }
 
-// Cleanup clears what an inventory being deleted wrote (SEMANTICS §9 with
-// the stance of Q13): every bound sink receives an empty snapshot, so
+// Cleanup clears what an inventory being deleted wrote (a deleted
+// inventory leaves nothing behind in its sinks): every bound sink receives
+// an empty snapshot, so
 // databases delete the inventory's rows, event streams get a tombstone per
 // row and Git loses the files the sink wrote. A sink object that no longer
 // exists is cleared with the backend last built for it, when there is one

@@ -76,7 +76,7 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 	return out, "", nil
 }
 
-// ceiling is a binding's size ceiling (SEMANTICS §4.4): the reference's,
+// ceiling is a binding's size ceiling: the reference's,
 // else the inventory's, else the operator's; a value above the operator's
 // (admission refuses them; one written before the flag was lowered) is
 // held to it.

@@ -35,7 +35,7 @@ import (
 // Finalizer releases the target's collection before it is deleted.
 const Finalizer = "kollect.dev/target-cleanup"
 
-// Degraded reasons (API.md §4).
+// Degraded reasons.
 const (
 	ReasonSuspended          = "Suspended"
 	ReasonMissingProfileRef  = "MissingProfileRef"
