@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -38,17 +37,8 @@ func readBack(addr, sinkType string) (int64, error) {
 // topicBytes is what one read of the whole topic costs: the bytes of the
 // fetch responses, counted as the operator counts its own.
 func topicBytes(ctx context.Context, broker, topic string) (int64, error) {
-	f := &fetchBytes{}
-	err := kafka.ReadTopic(ctx, []kgo.Opt{kgo.SeedBrokers(broker), kgo.WithHooks(f)}, topic, func(*kgo.Record) {})
-	return f.n.Load(), err
-}
-
-// fetchBytes counts the bytes of fetch responses (API key 1) a client
-// reads.
-type fetchBytes struct{ n atomic.Int64 }
-
-func (f *fetchBytes) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
-	if key == 1 && err == nil {
-		f.n.Add(int64(bytesRead))
-	}
+	var n atomic.Int64
+	meter := kafka.FetchMeter(func(b int) { n.Add(int64(b)) })
+	err := kafka.ReadTopic(ctx, []kgo.Opt{kgo.SeedBrokers(broker), kgo.WithHooks(meter)}, topic, func(*kgo.Record) {})
+	return n.Load(), err
 }

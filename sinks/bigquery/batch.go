@@ -41,7 +41,12 @@ type result struct {
 	rows, written int
 }
 
-func (r *request) scope() string { return r.ns + "/" + r.name }
+func (r *request) scope() string { return scopeKey(r.ns, r.name) }
+
+// scopeKey names an inventory as @scopes does and as the per-inventory
+// results are keyed: "namespace/name" (neither holds a '/'). It takes a
+// result row's two columns as they are read.
+func scopeKey(namespace, name any) string { return fmt.Sprint(namespace) + "/" + fmt.Sprint(name) }
 
 func (r *request) finish(res result, err error) {
 	r.res, r.err = res, err
@@ -273,7 +278,7 @@ func (t *table) perInventory(ctx context.Context, q *bigquery.Query, counts int)
 			}
 			c[i] = int(n)
 		}
-		out[fmt.Sprint(row[0])+"/"+fmt.Sprint(row[1])] = stat{n: c[0], gone: c[1], wrote: c[2]}
+		out[scopeKey(row[0], row[1])] = stat{n: c[0], gone: c[1], wrote: c[2]}
 		return nil
 	})
 	return out, err

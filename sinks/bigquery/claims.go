@@ -76,7 +76,7 @@ func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
 	if ok, err := s.t.ensureWriters(ctx); !ok {
 		return "", err
 	}
-	r := &writerRead{scope: id.Namespace + "/" + id.Name, done: make(chan struct{})}
+	r := &writerRead{scope: scopeKey(id.Namespace, id.Name), done: make(chan struct{})}
 	s.t.mu.Lock()
 	s.t.reads = append(s.t.reads, r)
 	if !s.t.reading {
@@ -125,7 +125,7 @@ WHERE t.cluster = @cluster AND t.sink_table = @sink_table AND CONCAT(t.inventory
 		ctx, cancel := context.WithTimeout(t.ctx, callTimeout)
 		err := t.read(ctx, q, 3, func(row []bigquery.Value) error {
 			w, _ := row[2].(string)
-			writers[fmt.Sprint(row[0])+"/"+fmt.Sprint(row[1])] = w
+			writers[scopeKey(row[0], row[1])] = w
 			return nil
 		})
 		cancel()

@@ -37,16 +37,19 @@ func (s *Sink) readOpts() []kgo.Opt {
 	if s.cfg.Read == nil {
 		return s.opts
 	}
-	return append(slices.Clone(s.opts), kgo.WithHooks(fetchMeter(s.cfg.Read)))
+	return append(slices.Clone(s.opts), kgo.WithHooks(FetchMeter(s.cfg.Read)))
 }
 
-// fetchMeter tells a function the bytes of each fetch response read.
-type fetchMeter func(bytes int)
+// FetchMeter is a client hook that tells a function the bytes of each
+// fetch response the client reads: what Config.Read counts, for callers
+// that count a read of a topic the same way.
+type FetchMeter func(bytes int)
 
 // fetchKey is the Kafka API key of a fetch.
 const fetchKey = int16(1)
 
-func (m fetchMeter) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (m FetchMeter) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
 	if key == fetchKey && err == nil {
 		m(bytesRead)
 	}

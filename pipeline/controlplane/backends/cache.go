@@ -156,9 +156,9 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 		sum := sha256.Sum256([]byte(owner + "|" + sink.GetNamespace() + "/" + sink.GetName()))
 		dir = filepath.Join(c.StateDir, hex.EncodeToString(sum[:8]))
 	}
-	b, err := t.Build(ctx, sink, creds, Env{Policy: c.Registry.Policy, StateDir: dir, SharedDir: c.StateDir, Ambient: creds.Ambient,
-		Writer: c.Registry.Writer, EventMessages: c.Registry.EventMessages,
-		NATSStreamMaxAge: c.Registry.NATSStreamMaxAge, Clients: c.Registry.Clients, ReadBack: c.Registry.ReadBack})
+	env := c.Registry.env(creds)
+	env.StateDir, env.SharedDir, env.Clients = dir, c.StateDir, c.Registry.Clients
+	b, err := t.Build(ctx, sink, creds, env)
 	if err != nil && ctx.Err() != nil {
 		return failing{err: err}
 	}

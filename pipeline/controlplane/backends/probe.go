@@ -39,8 +39,10 @@ func (r *Registry) Probe(ctx context.Context, c client.Reader, sink client.Objec
 	}
 	// A probe shares the server's pool with the exports (sinks.Clients):
 	// probing a hundred sinks of one server opens no pool of its own.
-	b, err := t.Build(ctx, sink, creds, Env{Policy: r.Policy, Ambient: creds.Ambient, Clients: r.Clients, EventMessages: r.EventMessages, NATSStreamMaxAge: r.NATSStreamMaxAge,
-		ReadBack: r.ReadBack})
+	// It writes nothing, so it carries no writer id.
+	env := r.env(creds)
+	env.Writer, env.Clients = "", r.Clients
+	b, err := t.Build(ctx, sink, creds, env)
 	if errors.Is(err, sinks.ErrAmbientRefused) {
 		return "", ReasonAmbientRefused, err
 	}

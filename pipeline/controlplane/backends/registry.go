@@ -128,9 +128,7 @@ type Registry struct {
 	// with the others of its server.
 	Clients *sinks.Clients
 	// ReadBack, when set, is told the bytes every backend the registry
-	// builds reads back from its server (metrics; a probe's backend may
-	// open the read-back client the others then share); see
-	// Env.ReadBack.
+	// builds reads back from its server (metrics); see Env.ReadBack.
 	ReadBack func(sinkType string, bytes int)
 	types    map[string]Type
 	// secrets reuses the Secrets read for backends for a few seconds.
@@ -179,8 +177,18 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	return t.Build(ctx, sink, creds, Env{Policy: r.Policy, StateDir: stateDir, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages,
-		NATSStreamMaxAge: r.NATSStreamMaxAge, ReadBack: r.ReadBack})
+	env := r.env(creds)
+	env.StateDir = stateDir
+	return t.Build(ctx, sink, creds, env)
+}
+
+// env is what every backend the registry builds gets from it, whoever
+// builds it (the cache, a probe, the command line): callers add only
+// their own state directories and shared clients, so a setting added
+// here reaches them all.
+func (r *Registry) env(creds Credentials) Env {
+	return Env{Policy: r.Policy, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages,
+		NATSStreamMaxAge: r.NATSStreamMaxAge, ReadBack: r.ReadBack}
 }
 
 // Kind returns a sink object's family and effective type: a
