@@ -41,6 +41,10 @@ type Engine struct {
 	// changes (--collect-metrics-sample-interval); set before targets
 	// start. 0 computes them on every change.
 	SeriesEvery time.Duration
+	// Publish makes every inventory announce each complete state it
+	// builds in its reports (inventory.Report.Snapshot), bound to sinks or
+	// not: the read API serves them. Set before inventories start.
+	Publish bool
 
 	// Targets and inventories are children of a guardian each, which
 	// supervises them (see guardian.go).
@@ -329,7 +333,7 @@ func (e *Engine) UpsertInventory(spec InventorySpec) error {
 		e.addInventory(spec.Key, ent)
 	}
 	ent.spec = spec
-	cfg := e.config(ent, e.batch)
+	cfg := e.config(ent, e.batch, e.Publish)
 	e.mu.Unlock()
 	e.system.Root.Send(ent.pid, &inventory.Configure{Config: cfg})
 	return nil
@@ -380,7 +384,7 @@ func (e *Engine) relink(ref messages.TargetRef) {
 	e.mu.Lock()
 	var sends []func()
 	for _, ent := range e.readers(ref) {
-		cfg, pid := e.config(ent, e.batch), ent.pid
+		cfg, pid := e.config(ent, e.batch, e.Publish), ent.pid
 		sends = append(sends, func() { e.system.Root.Send(pid, &inventory.Configure{Config: cfg}) })
 	}
 	e.mu.Unlock()

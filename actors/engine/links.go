@@ -106,9 +106,9 @@ func (l *links) readers(ref messages.TargetRef) []*inventoryEntry {
 
 // config builds an inventory actor's configuration from its spec and the
 // targets running now.
-func (l *links) config(ent *inventoryEntry, batch time.Duration) *inventory.Config {
+func (l *links) config(ent *inventoryEntry, batch time.Duration, publish bool) *inventory.Config {
 	s := ent.spec
-	cfg := &inventory.Config{Kind: s.Kind, ID: s.ID, Bindings: s.Bindings, BatchWindow: batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster}
+	cfg := &inventory.Config{Kind: s.Kind, ID: s.ID, Bindings: s.Bindings, BatchWindow: batch, DedupeByUID: s.DedupeByUID, Shards: s.Cluster, Publish: publish}
 	for _, ref := range s.Expect {
 		if l.targets[ref] == nil {
 			cfg.Missing = append(cfg.Missing, ref)

@@ -46,6 +46,10 @@ type Config struct {
 	// SettleGrace is how long after it starts the inventory reports that
 	// it is settling (Report.Settling); 0 is settleGrace.
 	SettleGrace time.Duration
+	// Publish builds a snapshot of every complete state even when no sink
+	// is bound, and hands it on in Report.Snapshot (the read API serves
+	// it).
+	Publish bool
 }
 
 // Target is a running target actor.
@@ -113,6 +117,10 @@ type Report struct {
 	// Stopped, when set, says the inventory's actor stopped on its own and
 	// why: it exports nothing until it is started again.
 	Stopped string
+	// Snapshot is the complete state this report announces, built by the
+	// export it follows (nil: the report carries no new state). Only a
+	// state whose targets have all listed is ever announced.
+	Snapshot *rows.Snapshot
 }
 
 // Shard is one target namespace's share of the rows.
@@ -448,7 +456,7 @@ func (a *actorState) export(ctx actor.Context) {
 	for _, b := range a.bindings {
 		b.report.Waits = false
 	}
-	if len(a.bindings) == 0 {
+	if len(a.bindings) == 0 && !a.cfg.Publish {
 		a.sendReport() // nothing to export to: only the count matters
 		return
 	}
@@ -463,7 +471,7 @@ func (a *actorState) export(ctx actor.Context) {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
 	}
 	a.links = nil
-	a.sendReport()
+	a.report(snap)
 }
 
 // exportHolding exports the rows of the targets that listed while others
@@ -588,11 +596,14 @@ func (a *actorState) result(r *sink.Result) {
 	a.sendReport()
 }
 
-func (a *actorState) sendReport() {
+func (a *actorState) sendReport() { a.report(nil) }
+
+// report sends the inventory's report, announcing snap when it is not nil.
+func (a *actorState) report(snap *rows.Snapshot) {
 	if a.reporter == nil || a.cfg == nil {
 		return
 	}
-	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len(), Waiting: a.waiting()}
+	rep := Report{Kind: a.cfg.Kind, ID: a.cfg.ID, ItemCount: a.rows.len(), Waiting: a.waiting(), Snapshot: snap}
 	rep.Holding = a.holding && len(rep.Waiting) > 0
 	rep.Settling = len(rep.Waiting) > 0 && a.settling()
 	a.metrics.InventoryItems(a.cfg.ID.Namespace+"/"+a.cfg.ID.Name, rep.ItemCount)

@@ -344,8 +344,8 @@ func TestNothingLocksTheClusterOrWidensATenant(t *testing.T) {
 			admitted[fmt.Sprint(p.(map[string]any)["port"])] = true
 		}
 	}
-	if !admitted["9443"] || !admitted["8443"] || !admitted["8081"] {
-		t.Errorf("the NetworkPolicy admits ports %v; want the webhooks (9443), metrics (8443) and probes (8081)", admitted)
+	if !admitted["9443"] || !admitted["8443"] || !admitted["8081"] || !admitted["8082"] {
+		t.Errorf("the NetworkPolicy admits ports %v; want the webhooks (9443), metrics (8443), probes (8081) and the read API (8082)", admitted)
 	}
 	for _, o := range objs {
 		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -29,6 +30,7 @@ import (
 	"kollect.dev/kollect/pipeline/controlplane/controllers/familysink"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/inventory"
 	"kollect.dev/kollect/pipeline/controlplane/controllers/target"
+	"kollect.dev/kollect/pipeline/controlplane/readapi"
 	"kollect.dev/kollect/pipeline/controlplane/scope"
 	"kollect.dev/kollect/pipeline/controlplane/status"
 	"kollect.dev/kollect/pipeline/model/endpoint"
@@ -39,10 +41,16 @@ import (
 type engineRunnable struct {
 	inf *informers.Manager
 	eng *engine.Engine
+	// read, when the read API is on, learns that this replica's engine
+	// runs.
+	read *readapi.Store
 }
 
 func (r engineRunnable) Start(ctx context.Context) error {
 	defer r.eng.Stop()
+	if r.read != nil {
+		r.read.Lead()
+	}
 	if err := r.inf.StartNamespaces(ctx); err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -80,11 +88,20 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
 	}
+	var reporter engine.Reporter = writer
+	read, err := setupReadAPI(ctx, mgr, writer, o)
+	if err != nil {
+		return err
+	}
+	if read != nil {
+		reporter = read
+	}
 	// The actor system logs through the manager's logger.
-	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), writer, o.ExportBatchWindow,
+	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), reporter, o.ExportBatchWindow,
 		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
 	eng.SeriesEvery = o.MetricsSampleInterval
-	if err := mgr.Add(engineRunnable{inf: inf, eng: eng}); err != nil {
+	eng.Publish = read != nil
+	if err := mgr.Add(engineRunnable{inf: inf, eng: eng, read: read}); err != nil {
 		return fmt.Errorf("add engine: %w", err)
 	}
 	cm := controllers.NewMetrics(ctrlmetrics.Registry)
@@ -138,6 +155,30 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up connection test controller: %w", err)
 	}
 	return nil
+}
+
+// setupReadAPI serves the inventory read API when it is enabled, and
+// returns the store the engine reports through (nil when it is not).
+func setupReadAPI(ctx context.Context, mgr ctrl.Manager, writer *status.Writer, o Options) (*readapi.Store, error) {
+	if !o.InventoryHTTPEnabled {
+		return nil, nil
+	}
+	store := readapi.NewStore(writer, "")
+	var auth readapi.Authorizer = readapi.Open{}
+	if o.InventoryAuthMode == "kubernetes" {
+		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return nil, fmt.Errorf("read API reviews client: %w", err)
+		}
+		auth = readapi.NewKubernetes(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews(), o.InventoryAuthCacheTTL)
+	} else {
+		ctrl.LoggerFrom(ctx).Info("the inventory read API lets anyone read every inventory (--inventory-auth-mode=disabled): development only")
+	}
+	srv := &readapi.Server{Store: store, Reader: mgr.GetCache(), Auth: auth, Log: ctrl.LoggerFrom(ctx).WithName("read-api")}
+	if err := mgr.Add(srv.Runnable(fmt.Sprintf(":%d", o.InventoryHTTPPort))); err != nil {
+		return nil, fmt.Errorf("add the read API: %w", err)
+	}
+	return store, nil
 }
 
 // writerID is this operator's name in the sinks' writer records: flag

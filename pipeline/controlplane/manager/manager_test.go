@@ -171,11 +171,11 @@ func TestIgnoredFlagsAreNamed(t *testing.T) {
 	var o manager.Options
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	if err := fs.Parse([]string{"--inventory-http-enabled", "--collect-dispatch-workers=8", "--max-concurrent-reconciles-target=3", "--reconcile-rate-limit=1s"}); err != nil {
+	if err := fs.Parse([]string{"--inventory-http-enabled", "--collect-dispatch-workers=8", "--collect-dispatch-queue-size=9", "--max-concurrent-reconciles-target=3", "--reconcile-rate-limit=1s"}); err != nil {
 		t.Fatal(err)
 	}
 	got := manager.Ignored(fs)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "--collect-dispatch-workers: ") || !strings.HasPrefix(got[1], "--inventory-http-enabled: ") {
+	if len(got) != 2 || !strings.HasPrefix(got[0], "--collect-dispatch-queue-size: ") || !strings.HasPrefix(got[1], "--collect-dispatch-workers: ") {
 		t.Fatalf("ignored flags: %v", got)
 	}
 }

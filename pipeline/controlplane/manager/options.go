@@ -127,10 +127,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TenantMode, "tenant-mode", false, "Reject cluster-scoped targets and inventories (team installs).")
 	fs.BoolVar(&o.AllowPrivateSinks, "allow-private-sinks", false, "Allow sink endpoints in private address ranges (RFC 1918, IPv6 ULA).")
 
-	fs.BoolVar(&o.InventoryHTTPEnabled, "inventory-http-enabled", false, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
-	fs.IntVar(&o.InventoryHTTPPort, "inventory-http-port", 8082, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
-	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Accepted for compatibility (kubernetes or disabled); no effect: this version has no inventory HTTP API.")
-	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "Accepted for compatibility; no effect: this version has no inventory HTTP API.")
+	fs.BoolVar(&o.InventoryHTTPEnabled, "inventory-http-enabled", false, "Serve the inventory read API (docs/observability.md): each inventory's rows, a watch of their changes, and inventory and target status.")
+	fs.IntVar(&o.InventoryHTTPPort, "inventory-http-port", 8082, "Port of the inventory read API (plain HTTP).")
+	fs.StringVar(&o.InventoryAuthMode, "inventory-auth-mode", "kubernetes", "Who may read the inventory read API: kubernetes (a bearer token, TokenReview, then a SubjectAccessReview per route) or disabled (anyone: development only).")
+	fs.DurationVar(&o.InventoryAuthCacheTTL, "inventory-auth-cache-ttl", 30*time.Second, "How long the read API keeps a TokenReview's or SubjectAccessReview's answer.")
 
 	fs.DurationVar(&o.ExportTimeout, "export-timeout", 2*time.Minute, "How long one export may take, before --export-timeout-per-row adds to it; an export cut by it is retried (object stores resume where it stopped).")
 	fs.DurationVar(&o.ExportTimeoutPerRow, "export-timeout-per-row", 10*time.Millisecond, "What each row of the snapshot adds to --export-timeout (20,000 rows: 200 s more), so a large first export or deletion can finish; the sum is capped at one hour.")
@@ -190,6 +190,9 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--inventory-auth-mode must be kubernetes or disabled, not %q", o.InventoryAuthMode))
 	}
+	if o.InventoryHTTPEnabled && (o.InventoryHTTPPort < 1 || o.InventoryHTTPPort > 65535) {
+		errs = append(errs, fmt.Errorf("--inventory-http-port must be a port (1 to 65535), not %d", o.InventoryHTTPPort))
+	}
 	if o.ExportTimeout <= 0 || o.ExportTimeoutPerRow < 0 {
 		errs = append(errs, fmt.Errorf("--export-timeout must be positive and --export-timeout-per-row not negative, not %s and %s", o.ExportTimeout, o.ExportTimeoutPerRow))
 	}
@@ -224,10 +227,6 @@ var writerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 // noEffect are the flags accepted for compatibility with upstream that do
 // nothing in this version, with the reason.
 var noEffect = map[string]string{
-	"inventory-http-enabled":        "this version has no inventory HTTP API",
-	"inventory-http-port":           "this version has no inventory HTTP API",
-	"inventory-auth-mode":           "this version has no inventory HTTP API",
-	"inventory-auth-cache-ttl":      "this version has no inventory HTTP API",
 	"collect-dispatch-workers":      "the actor engine sizes itself",
 	"collect-dispatch-queue-size":   "the actor engine coalesces by object instead of queueing",
 	"collect-dispatch-enqueue-wait": "informer goroutines never block",
