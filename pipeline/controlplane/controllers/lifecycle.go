@@ -33,15 +33,26 @@ func Begin(ctx context.Context, c client.Client, key types.NamespacedName, obj c
 			}
 		}
 		release()
+		before := obj.DeepCopyObject().(client.Object)
 		if controllerutil.RemoveFinalizer(obj, finalizer) {
-			return true, c.Update(ctx, obj)
+			return true, patchFinalizers(ctx, c, obj, before)
 		}
 		return true, nil
 	}
+	before := obj.DeepCopyObject().(client.Object)
 	if controllerutil.AddFinalizer(obj, finalizer) {
-		if err := c.Update(ctx, obj); err != nil {
+		if err := patchFinalizers(ctx, c, obj, before); err != nil {
 			return true, err
 		}
 	}
 	return false, nil
+}
+
+// patchFinalizers sends only the finalizers changed from before. An update
+// would send the whole object back in this version's words, and so edit
+// what the user wrote (a sink reference written as a plain string comes
+// back as an object): the operator never edits a spec. The resourceVersion
+// guards the list against a concurrent change.
+func patchFinalizers(ctx context.Context, c client.Client, obj, before client.Object) error {
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
