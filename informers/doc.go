@@ -1,7 +1,10 @@
 // Package informers owns the collection engine's view of the cluster: one
 // shared dynamic informer per GVR, resolved through discovery (never a
 // guessed plural), reference-counted by the targets that need it and
-// scoped to a single namespace when all of them agree on one. A transform
+// scoped to the namespaces they name: one informer for one namespace or
+// for every namespace, or one per namespace where the operator may not
+// list them all at once (access.go), so a namespace it may not read holds
+// only the targets that read it. A transform
 // strips managedFields and the last-applied annotation before anything is
 // cached.
 //

@@ -48,7 +48,7 @@ func TestRebuiltInformerHandsOverToEverySubscriber(t *testing.T) {
 	a := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
 	readsA := projection.Base()
 	readsA.Add("data", "read")
-	gvr, storeA, err := m.Acquire(ctx, configMaps, "a", "hand", readsA, a)
+	gvr, storeA, _, err := m.Acquire(ctx, configMaps, "a", []string{"hand"}, readsA, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRebuiltInformerHandsOverToEverySubscriber(t *testing.T) {
 		del <- env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "hand", Name: "goes"}})
 	}()
 	b := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
-	if _, _, err := m.Acquire(ctx, configMaps, "b", "hand", nil, b); err != nil {
+	if _, _, _, err := m.Acquire(ctx, configMaps, "b", []string{"hand"}, nil, b); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-del; err != nil {
@@ -103,7 +103,7 @@ func TestAnAbandonedRebuildFallsBackToTheRunningInformer(t *testing.T) {
 	createCM(t, "fallback", "before")
 	m := newManager(t)
 	a := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
-	gvr, _, err := m.Acquire(ctx, configMaps, "a", "fallback", nil, a)
+	gvr, _, _, err := m.Acquire(ctx, configMaps, "a", []string{"fallback"}, nil, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestAnAbandonedRebuildFallsBackToTheRunningInformer(t *testing.T) {
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
 	b := &relister{recorder: recorder{seen: map[string]informers.Event{}}}
-	if _, _, err := m.Acquire(gone, configMaps, "b", "", nil, b); err == nil {
+	if _, _, _, err := m.Acquire(gone, configMaps, "b", nil, nil, b); err == nil {
 		t.Fatal("an Acquire whose context is done succeeded")
 	}
 	waitFor(t, "the remaining subscriber is asked to list again", func() bool { return a.count() > 0 })

@@ -3,6 +3,9 @@ package informers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +52,34 @@ type Manager struct {
 	only      []string
 	pollEvery time.Duration
 	nsPolled  cache.Store
+	// access, when set, says where the operator may list: an informer that
+	// would span several namespaces lists each of them on its own when
+	// it may not list them all at once (CheckAccess).
+	access Access
+}
+
+// Access says whether the operator may list and watch a resource in a
+// namespace ("" for every namespace at once).
+type Access interface {
+	CanList(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (bool, error)
+}
+
+// CheckAccess makes informers that span several namespaces ask a before
+// listing: where the operator may not list every namespace at once, they
+// list each namespace it may list, and a subscriber learns which of its
+// namespaces it may not (Acquire's forbidden). Call before Acquire.
+func (m *Manager) CheckAccess(a Access) { m.access = a }
+
+// ForbiddenError is what Acquire returns when the operator may list none
+// of the namespaces a subscriber reads.
+type ForbiddenError struct {
+	GVR        schema.GroupVersionResource
+	Namespaces []string
+}
+
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("the operator may not list %s in namespace %s: grant it list and watch there (a Role), or read other namespaces",
+		e.GVR.Resource, strings.Join(e.Namespaces, ", "))
 }
 
 type entry struct {
@@ -72,8 +103,15 @@ type entry struct {
 // generation is one run of an informer for one namespace scope and one
 // projection.
 type generation struct {
-	informer  cache.SharedIndexInformer
-	namespace string // "" when cluster-wide
+	// informer is the namespace cache's (StartNamespaces); a resource's
+	// generation keeps its informers in parts.
+	informer cache.SharedIndexInformer
+	// parts are the generation's informers by the namespace each lists:
+	// one keyed "" lists every namespace.
+	parts map[string]cache.SharedIndexInformer
+	// scope is where it lists: nil for every namespace, else the
+	// namespaces (sorted), each by its own informer.
+	scope     []string
 	kept      *projection.Set
 	cancel    context.CancelFunc
 	swapped   chan struct{} // closed once it is the entry's current generation
@@ -108,9 +146,41 @@ func (e *entry) publish() {
 }
 
 type sub struct {
-	s         Subscriber
-	namespace string
-	reads     *projection.Set
+	s          Subscriber
+	namespaces []string // nil: every namespace
+	reads      *projection.Set
+}
+
+// sameScope says whether two scopes list the same namespaces.
+func sameScope(a, b []string) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+
+// synced says whether every part has listed.
+func (g *generation) synced() bool {
+	for _, inf := range g.parts {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// indexers returns the parts' caches that hold objects of namespaces
+// (every part when none is named).
+func (g *generation) indexers(namespaces ...string) []cache.Indexer {
+	if all := g.parts[""]; all != nil || len(namespaces) == 0 {
+		out := make([]cache.Indexer, 0, len(g.parts))
+		for _, ns := range slices.Sorted(maps.Keys(g.parts)) {
+			out = append(out, g.parts[ns].GetIndexer())
+		}
+		return out
+	}
+	var out []cache.Indexer
+	for _, ns := range namespaces {
+		if inf := g.parts[ns]; inf != nil {
+			out = append(out, inf.GetIndexer())
+		}
+	}
+	return out
 }
 
 // New builds a manager. resync is the informer resync period; syncWait
@@ -128,20 +198,26 @@ func New(dyn dynamic.Interface, disco discovery.DiscoveryInterface, resync, sync
 	}
 }
 
-// Acquire subscribes id to the objects of gvk. namespace narrows what the
-// subscriber needs ("" for all namespaces); the informer is scoped to one
-// namespace while every subscriber names the same one. reads is the part of
+// Acquire subscribes id to the objects of gvk. namespaces narrow what the
+// subscriber needs (nil: every namespace); the informer lists the union of
+// what its subscribers name, by one informer per namespace where the
+// operator may not list them all at once (CheckAccess), and every
+// namespace as soon as one subscriber needs them all. reads is the part of
 // each object the subscriber reads (nil: all of it); the cache keeps the
-// union of what its subscribers read, and lists again when a new subscriber
-// reads more. It returns once the informer has listed, or with an error
-// that says why it could not.
-func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, namespace string, reads *projection.Set, s Subscriber) (schema.GroupVersionResource, Store, error) {
+// union of what its subscribers read, and lists again when a new
+// subscriber reads more. It returns once the informer has listed, with
+// the subscriber's namespaces the operator may not list (forbidden: their
+// objects are not in the store), or with an error that says why it could
+// not (a *ForbiddenError when it may list none of them).
+func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id string, namespaces []string, reads *projection.Set, s Subscriber) (gvr schema.GroupVersionResource, store Store, forbidden []string, err error) {
 	gvr, namespaced, err := m.Resolve(gvk)
 	if err != nil {
-		return gvr, nil, err
+		return gvr, nil, nil, err
 	}
 	if !namespaced {
-		namespace = ""
+		namespaces = nil
+	} else if namespaces != nil {
+		namespaces = slices.Compact(slices.Sorted(slices.Values(namespaces)))
 	}
 	m.mu.Lock()
 	e := m.informers[gvr]
@@ -152,13 +228,17 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 	if reads == nil {
 		reads = projection.All()
 	}
-	e.subs[id] = sub{s: s, namespace: namespace, reads: reads}
+	e.subs[id] = sub{s: s, namespaces: namespaces, reads: reads}
 	e.publish()
-	want := e.desiredNamespace()
-	if g := e.newest.Load(); g == nil || want != g.namespace || !g.kept.Covers(reads) {
+	want, denied := m.desiredScope(ctx, e)
+	if g := e.newest.Load(); g == nil || !sameScope(want, g.scope) || !g.kept.Covers(reads) {
 		m.restartLocked(e, want)
 	}
 	m.mu.Unlock()
+	if refused := deniedOf(namespaces, denied); len(namespaces) > 0 && len(refused) == len(namespaces) {
+		m.Release(gvr, id)
+		return gvr, nil, nil, &ForbiddenError{GVR: gvr, Namespaces: refused}
+	}
 
 	syncCtx, cancel := context.WithTimeout(ctx, m.syncWait)
 	defer cancel()
@@ -170,13 +250,84 @@ func (m *Manager) Acquire(ctx context.Context, gvk schema.GroupVersionKind, id, 
 		m.mu.Unlock()
 		select {
 		case <-g.swapped:
-			return gvr, entryStore{e}, nil
+			// The generation that serves it may be a later one than its own
+			// rebuild, for other subscribers: what it lists is what counts.
+			forbidden = unlisted(namespaces, g.scope)
+			if len(namespaces) > 0 && len(forbidden) == len(namespaces) {
+				m.Release(gvr, id)
+				return gvr, nil, nil, &ForbiddenError{GVR: gvr, Namespaces: forbidden}
+			}
+			return gvr, entryStore{e}, forbidden, nil
 		case <-g.abandoned:
 		case <-syncCtx.Done():
 			m.Release(gvr, id)
-			return gvr, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
+			return gvr, nil, nil, fmt.Errorf("list %s: informer did not sync within %s (is the operator allowed to list and watch it?)", gvr, m.syncWait)
 		}
 	}
+}
+
+// unlisted returns the namespaces a generation of scope does not list.
+func unlisted(namespaces, scope []string) []string {
+	var out []string
+	for _, ns := range namespaces {
+		if scope != nil && !slices.Contains(scope, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// deniedOf returns the namespaces that denied holds, in order.
+func deniedOf(namespaces []string, denied map[string]bool) []string {
+	var out []string
+	for _, ns := range namespaces {
+		if denied[ns] {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// desiredScope is where e's informer should list for its subscribers now:
+// every namespace when one of them needs them all; else the namespaces
+// they name, at once when there is one or the operator may list every
+// namespace, else each namespace it may list on its own (denied: the
+// others). An access check that fails lists the namespace anyway: the
+// informer's own list then says whether it may.
+func (m *Manager) desiredScope(ctx context.Context, e *entry) (scope []string, denied map[string]bool) {
+	union := map[string]bool{}
+	for _, s := range e.subs {
+		if s.namespaces == nil {
+			return nil, nil
+		}
+		for _, ns := range s.namespaces {
+			union[ns] = true
+		}
+	}
+	names := slices.Sorted(maps.Keys(union))
+	if m.access == nil {
+		if len(names) == 1 {
+			return names, nil
+		}
+		return nil, nil
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if len(names) > 1 {
+		if ok, err := m.access.CanList(checkCtx, e.gvr, ""); err == nil && ok {
+			return nil, nil
+		}
+	}
+	denied = map[string]bool{}
+	scope = []string{}
+	for _, ns := range names {
+		if ok, err := m.access.CanList(checkCtx, e.gvr, ns); err == nil && !ok {
+			denied[ns] = true
+			continue
+		}
+		scope = append(scope, ns)
+	}
+	return scope, denied
 }
 
 // Release drops id's subscription; the last one stops the informer.
@@ -195,8 +346,9 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 		m.metrics.forget(gvr)
 		return
 	}
-	want, reads := e.desiredNamespace(), e.reads()
-	if cur := e.current.Load(); e.pending() != nil && cur.namespace == want && cur.kept.Covers(reads) {
+	want, _ := m.desiredScope(context.Background(), e)
+	reads := e.reads()
+	if cur := e.current.Load(); e.pending() != nil && sameScope(cur.scope, want) && cur.kept.Covers(reads) {
 		// The rebuild was for a subscriber that gave up (it could not
 		// list): the running generation serves everyone left. Events went
 		// to the abandoned one meanwhile, so subscribers list again.
@@ -204,7 +356,7 @@ func (m *Manager) Release(gvr schema.GroupVersionResource, id string) {
 		e.resyncSubscribers()
 		return
 	}
-	if want != e.newest.Load().namespace {
+	if !sameScope(want, e.newest.Load().scope) {
 		m.restartLocked(e, want)
 	}
 }
@@ -235,27 +387,12 @@ func (e *entry) resyncSubscribers() {
 	}
 }
 
-func (e *entry) desiredNamespace() string {
-	ns, first := "", true
-	for _, s := range e.subs {
-		if first {
-			ns, first = s.namespace, false
-		} else if s.namespace != ns {
-			return ""
-		}
-	}
-	return ns
-}
-
-// restartLocked builds a new generation of e's informer for namespace,
-// keeping what the subscribers read now, and hands over to it once it has
-// synced (see entry). A generation still listing is abandoned.
-func (m *Manager) restartLocked(e *entry, namespace string) {
+// restartLocked builds a new generation of e's informer for scope (nil:
+// every namespace, else one informer per namespace named), keeping what
+// the subscribers read now, and hands over to it once it has synced (see
+// entry). A generation still listing is abandoned.
+func (m *Manager) restartLocked(e *entry, scope []string) {
 	e.abandonLocked()
-	ns := namespace
-	if ns == "" {
-		ns = metav1.NamespaceAll
-	}
 	// A namespaced resource's cache is indexed by namespace: a namespace
 	// whose labels change is re-evaluated from its own objects, not from a
 	// scan of the whole cache per target (namespace churn under many
@@ -264,40 +401,49 @@ func (m *Manager) restartLocked(e *entry, namespace string) {
 	if e.namespaced {
 		indexers[cache.NamespaceIndex] = compactNamespace
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync, indexers, nil).Informer()
 	kept, cd := e.reads(), &codec{}
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil // a *compact: a periodic resync of what is cached
-		}
-		project(u, kept)
-		return toCompact(u, cd)
-	})
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &generation{informer: inf, namespace: namespace, kept: kept, cancel: cancel,
+	g := &generation{parts: map[string]cache.SharedIndexInformer{}, scope: scope, kept: kept, cancel: cancel,
 		swapped: make(chan struct{}), abandoned: make(chan struct{})}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { m.dispatch(e, g, obj, false, 1) },
-		UpdateFunc: func(old, obj any) {
-			if old == obj {
-				// A periodic resync hands the cached object as both.
-				m.metrics.resynced(e.gvr)
+	listed := []string{metav1.NamespaceAll}
+	if scope != nil {
+		listed = scope
+	}
+	for _, ns := range listed {
+		inf := dynamicinformer.NewFilteredDynamicInformer(m.dyn, e.gvr, ns, m.resync, indexers, nil).Informer()
+		_ = inf.SetTransform(func(obj any) (any, error) {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return obj, nil // a *compact: a periodic resync of what is cached
 			}
-			m.dispatch(e, g, obj, false, 0)
-		},
-		DeleteFunc: func(obj any) { m.dispatch(e, g, obj, true, -1) },
-	})
+			project(u, kept)
+			return toCompact(u, cd)
+		})
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { m.dispatch(e, g, obj, false, 1) },
+			UpdateFunc: func(old, obj any) {
+				if old == obj {
+					// A periodic resync hands the cached object as both.
+					m.metrics.resynced(e.gvr)
+				}
+				m.dispatch(e, g, obj, false, 0)
+			},
+			DeleteFunc: func(obj any) { m.dispatch(e, g, obj, true, -1) },
+		})
+		g.parts[ns] = inf
+	}
 	e.count.Store(0)
-	m.metrics.scope(e.gvr, namespace == "")
+	m.metrics.scope(e.gvr, scope == nil)
 	first := e.current.Load() == nil
 	if first {
 		e.current.Store(g)
 	}
 	e.newest.Store(g)
-	go inf.Run(ctx.Done())
+	for _, inf := range g.parts {
+		go inf.Run(ctx.Done())
+	}
 	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), g.synced) {
 			return // abandoned or stopped
 		}
 		if first {
@@ -388,21 +534,25 @@ type entryStore struct{ e *entry }
 // List decodes the cached objects of the namespaces named, read through
 // the namespace index, or of all when none is.
 func (s entryStore) List(namespaces ...string) (out []*unstructured.Unstructured, unreadable []string) {
-	idx := s.e.current.Load().informer.GetIndexer()
+	g := s.e.current.Load()
 	var objs []any
 	switch {
 	case len(namespaces) == 0:
-		objs = idx.List()
+		for _, idx := range g.indexers() {
+			objs = append(objs, idx.List()...)
+		}
 	case !s.e.namespaced:
 		return nil, nil // cluster-scoped objects are in no namespace
 	default:
 		for _, ns := range namespaces {
-			in, err := idx.ByIndex(cache.NamespaceIndex, ns)
-			if err != nil {
-				utilruntime.HandleError(err)
-				continue
+			for _, idx := range g.indexers(ns) {
+				in, err := idx.ByIndex(cache.NamespaceIndex, ns)
+				if err != nil {
+					utilruntime.HandleError(err)
+					continue
+				}
+				objs = append(objs, in...)
 			}
-			objs = append(objs, in...)
 		}
 	}
 	out = make([]*unstructured.Unstructured, 0, len(objs))
@@ -428,7 +578,11 @@ func (s entryStore) Namespaces() ([]string, bool) {
 	if !s.e.namespaced {
 		return nil, false
 	}
-	return s.e.current.Load().informer.GetIndexer().ListIndexFuncValues(cache.NamespaceIndex), true
+	var out []string
+	for _, idx := range s.e.current.Load().indexers() {
+		out = append(out, idx.ListIndexFuncValues(cache.NamespaceIndex)...)
+	}
+	return out, true
 }
 
 // compactNamespace is the namespace index's function: a cached object's

@@ -97,7 +97,7 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 	a := &recorder{seen: map[string]informers.Event{}}
 	readsA := projection.Base()
 	readsA.Add("data", "read")
-	gvr, store, err := m.Acquire(ctx, configMaps, "a", "inf-a", readsA, a)
+	gvr, store, _, err := m.Acquire(ctx, configMaps, "a", []string{"inf-a"}, readsA, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 	// A second subscriber wanting every namespace, and every field, widens
 	// the informer.
 	b := &recorder{seen: map[string]informers.Event{}}
-	_, store, err = m.Acquire(ctx, configMaps, "b", "", nil, b)
+	_, store, _, err = m.Acquire(ctx, configMaps, "b", nil, nil, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +167,8 @@ func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {
 
 func TestAKindThatIsNotServedFailsClearly(t *testing.T) {
 	m := newManager(t)
-	_, _, err := m.Acquire(context.Background(), schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
-		"x", "", nil, &recorder{seen: map[string]informers.Event{}})
+	_, _, _, err := m.Acquire(context.Background(), schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
+		"x", nil, nil, &recorder{seen: map[string]informers.Event{}})
 	if !errors.Is(err, informers.ErrNotServed) {
 		t.Fatalf("want ErrNotServed, got %v", err)
 	}
@@ -182,7 +182,7 @@ func TestAResyncIsCounted(t *testing.T) {
 	m := informers.New(dynamic.NewForConfigOrDie(env.Config), discovery.NewDiscoveryClientForConfigOrDie(env.Config), 300*time.Millisecond, 10*time.Second, informers.NewMetrics(reg))
 	t.Cleanup(m.Stop)
 	r := &recorder{seen: map[string]informers.Event{}}
-	if _, _, err := m.Acquire(context.Background(), configMaps, "r", "inf-resync", projection.Base(), r); err != nil {
+	if _, _, _, err := m.Acquire(context.Background(), configMaps, "r", []string{"inf-resync"}, projection.Base(), r); err != nil {
 		t.Fatal(err)
 	}
 	resyncs := func() float64 {
@@ -214,7 +214,7 @@ func TestAnUnreadableCacheEntryIsNamedNotDropped(t *testing.T) {
 	createCM(t, "inf-corrupt", "bad")
 	m := newManager(t)
 	r := &recorder{seen: map[string]informers.Event{}}
-	_, store, err := m.Acquire(context.Background(), configMaps, "r", "inf-corrupt", projection.Base(), r)
+	_, store, _, err := m.Acquire(context.Background(), configMaps, "r", []string{"inf-corrupt"}, projection.Base(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,11 +262,11 @@ func TestASubscriberOfAGenerationReplacedBeforeItListedIsHandedOn(t *testing.T) 
 	t.Cleanup(m.Stop)
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := m.Acquire(context.Background(), configMaps, "slow", "inf-slow", projection.Base(), &recorder{seen: map[string]informers.Event{}})
+		_, _, _, err := m.Acquire(context.Background(), configMaps, "slow", []string{"inf-slow"}, projection.Base(), &recorder{seen: map[string]informers.Event{}})
 		first <- err
 	}()
 	time.Sleep(300 * time.Millisecond) // the first generation is listing
-	if _, _, err := m.Acquire(context.Background(), configMaps, "fast", "inf-fast", projection.Base(), &recorder{seen: map[string]informers.Event{}}); err != nil {
+	if _, _, _, err := m.Acquire(context.Background(), configMaps, "fast", []string{"inf-fast"}, projection.Base(), &recorder{seen: map[string]informers.Event{}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {

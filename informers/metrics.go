@@ -20,7 +20,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "kollect_informer_objects", Help: "Objects in each collection informer's cache.",
 		}, []string{"group", "version", "resource"}),
 		clusterWide: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kollect_informer_cluster_wide_scope", Help: "1 if the informer watches every namespace, 0 if one.",
+			Name: "kollect_informer_cluster_wide_scope", Help: "1 if the informer watches every namespace at once, 0 if it watches the namespaces its targets name, one by one.",
 		}, []string{"group", "version", "resource"}),
 		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kollect_informer_resync_dispatches_total",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,8 +177,9 @@ type TargetSpec struct {
 	ProfileGVK schema.GroupVersionKind
 	Selection  *selection.Target
 	Extractor  *extract.Extractor
-	// Namespace is the single namespace the target can match, or "".
-	Namespace string
+	// Namespaces are the namespaces the target can match, when the spec
+	// names them (nil: any).
+	Namespaces []string
 	// PerNamespace gives each row the object's namespace as its target
 	// namespace (cluster targets).
 	PerNamespace bool
@@ -197,8 +199,23 @@ func gvkLabel(gvk schema.GroupVersionKind) string {
 	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
 }
 
+// PartialAccessError is what UpsertTarget returns when the target runs
+// but the operator may not list some of its namespaces: their objects are
+// not collected (status: ScopeForbidden) while the others are.
+type PartialAccessError struct {
+	// Forbidden names each kind's namespaces: "deployments in team-c".
+	Forbidden []string
+}
+
+func (e *PartialAccessError) Error() string {
+	return "the operator may not list " + strings.Join(e.Forbidden, "; ") + ": grant it list and watch there (a Role); collecting elsewhere"
+}
+
 // UpsertTarget starts or reconfigures a target. It fails, leaving other
-// targets untouched, when a kind it reads is not served or cannot be listed.
+// targets untouched, when a kind it reads is not served or cannot be listed
+// (an *informers.ForbiddenError when the operator may list it in none of
+// the target's namespaces); a *PartialAccessError says the target runs
+// without the namespaces it may not list.
 func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	e.mu.Lock()
 	stopped := e.stopped
@@ -235,8 +252,12 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	reads := eval.Reads()
 	var sources []target.Source
 	var gvrs []schema.GroupVersionResource
+	var forbidden []string
 	for _, gvk := range spec.Selection.GVKs(spec.ProfileGVK) {
-		gvr, store, err := e.inf.Acquire(ctx, gvk, spec.Ref.String(), spec.Namespace, reads, ent.inbox)
+		gvr, store, denied, err := e.inf.Acquire(ctx, gvk, spec.Ref.String(), spec.Namespaces, reads, ent.inbox)
+		if len(denied) > 0 {
+			forbidden = append(forbidden, gvr.Resource+" in "+strings.Join(denied, ", "))
+		}
 		if err != nil {
 			for _, g := range gvrs {
 				e.inf.Release(g, spec.Ref.String())
@@ -261,6 +282,9 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	}})
 	if started {
 		e.relink(spec.Ref) // a reconfigured target keeps its actor: its inventories keep their links
+	}
+	if len(forbidden) > 0 {
+		return &PartialAccessError{Forbidden: forbidden}
 	}
 	return nil
 }

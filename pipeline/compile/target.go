@@ -3,6 +3,7 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,7 +26,10 @@ type Compiled struct {
 	Selection *selection.Target
 	Extractor *extract.Extractor
 	GVK       schema.GroupVersionKind
-	Namespace string // the one namespace the target can match, or ""
+	// Namespaces are the namespaces the target can match, when its spec
+	// names them (includedNamespaces, or a kubernetes.io/metadata.name
+	// selector); nil when any namespace may match.
+	Namespaces []string
 }
 
 func gvkOf(g kollectv1alpha1.GroupVersionKind) schema.GroupVersionKind {
@@ -114,7 +118,7 @@ func compileWith(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectPro
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &Compiled{Selection: sel, Extractor: ex, GVK: gvkOf(p.Spec.TargetGVK), Namespace: singleNamespace(t, included)}, nil
+	return &Compiled{Selection: sel, Extractor: ex, GVK: gvkOf(p.Spec.TargetGVK), Namespaces: namedNamespaces(t, included)}, nil
 }
 
 // extractorOf compiles what a target takes from its profile alone: the
@@ -156,18 +160,18 @@ func extractorOf(p *kollectv1alpha1.KollectProfile, d Defaults) (*extract.Extrac
 	return ex, nil
 }
 
-// singleNamespace finds the one namespace a target can match, so its
-// informer can be scoped to it.
-func singleNamespace(t *kollectv1alpha1.KollectTarget, included []string) string {
-	if len(included) == 1 {
-		return included[0]
+// namedNamespaces finds the namespaces a target can match when its spec
+// names them, so its informers can be scoped to them.
+func namedNamespaces(t *kollectv1alpha1.KollectTarget, included []string) []string {
+	if len(included) > 0 {
+		return slices.Clone(included)
 	}
 	if s := t.Spec.NamespaceSelector; s != nil && len(s.MatchExpressions) == 0 && len(s.MatchLabels) == 1 {
 		if ns, ok := s.MatchLabels["kubernetes.io/metadata.name"]; ok {
-			return ns
+			return []string{ns}
 		}
 	}
-	return ""
+	return nil
 }
 
 // GVKs lists the kinds the target collects: each rule's, or the profile's

@@ -23,6 +23,7 @@ type Metrics struct {
 	refs      *prometheus.CounterVec
 	mapErrs   *prometheus.CounterVec
 	readBack  *prometheus.CounterVec
+	access    *prometheus.CounterVec
 }
 
 // NewMetrics registers the reconcile series with reg.
@@ -43,24 +44,38 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Resolutions of profile and sink references by kind, reference type and result (ok, not_found, forbidden)."}, []string{"kind", "ref_type", "result"})
 	m.mapErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_watch_map_list_errors_total",
 		Help: "Failed lists inside watch mappings (a changed object whose dependents could not be found)."}, []string{"controller", "watch"})
-	// Upstream's caches of access reviews and namespace fingerprints have
-	// no counterpart here (Kollect reviews no access per object, and its
-	// actors keep rows instead of fingerprints): the series exist, at 0,
-	// so upstream's dashboards and queries resolve.
-	access := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_access_cache_total",
-		Help: "Upstream's SelfSubjectAccessReview cache use; always 0: Kollect makes no per-object access reviews."}, []string{"result"})
+	// Access reviews are asked per resource and namespace when an informer
+	// spans namespaces (not per object, as upstream's were). Upstream's
+	// namespace fingerprint cache has no counterpart (actors keep rows
+	// instead of fingerprints): its series exists, at 0, so upstream's
+	// dashboards and queries resolve.
+	m.access = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_access_cache_total",
+		Help: "SelfSubjectAccessReview answers (list and watch of a resource in a namespace) taken from the cache (hit) or asked (miss)."}, []string{"result"})
 	fingerprints := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_namespace_fingerprint_cache_total",
 		Help: "Upstream's namespace fingerprint cache use; always 0: inventory actors keep their rows and need none."}, []string{"controller", "result"})
 	for _, result := range []string{"hit", "miss"} {
-		access.WithLabelValues(result)
+		m.access.WithLabelValues(result)
 		for _, c := range []string{"kollectinventory", "kollectclusterinventory"} {
 			fingerprints.WithLabelValues(c, result)
 		}
 	}
 	m.readBack = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_sink_read_back_bytes_total",
 		Help: "Bytes sinks read back from their servers to learn what they hold (a Kafka topic after a start), by sink type."}, []string{"type"})
-	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests, m.refs, m.mapErrs, m.readBack, access, fingerprints)
+	reg.MustRegister(m.total, m.duration, m.inFlight, m.errs, m.connTests, m.refs, m.mapErrs, m.readBack, m.access, fingerprints)
 	return m
+}
+
+// AccessCache counts one access question, answered from the cache (hit)
+// or asked of the API server.
+func (m *Metrics) AccessCache(hit bool) {
+	if m == nil {
+		return
+	}
+	if hit {
+		m.access.WithLabelValues("hit").Inc()
+	} else {
+		m.access.WithLabelValues("miss").Inc()
+	}
 }
 
 // ReadBack counts bytes a sink of sinkType read back from its server.

@@ -77,6 +77,17 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("discovery client: %w", err)
 	}
 	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
+	cm := controllers.NewMetrics(ctrlmetrics.Registry)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("access reviews client: %w", err)
+	}
+	// An informer spanning namespaces lists each one the operator may list
+	// when it may not list them all (RBAC by Roles): a namespace it may not
+	// list holds only the targets that read it (ScopeForbidden).
+	reviews := informers.NewReviews(cs.AuthorizationV1().SelfSubjectAccessReviews(), 30*time.Second)
+	reviews.Counted = cm.AccessCache
+	inf.CheckAccess(reviews)
 	var only []string
 	if o.TenantMode {
 		// Roles only: namespaces are read one by one, never listed.
@@ -104,7 +115,6 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(engineRunnable{inf: inf, eng: eng, read: read}); err != nil {
 		return fmt.Errorf("add engine: %w", err)
 	}
-	cm := controllers.NewMetrics(ctrlmetrics.Registry)
 	resync := o.TargetCountResync
 	if resync <= 0 {
 		resync = 60 * time.Second

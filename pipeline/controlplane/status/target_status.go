@@ -19,6 +19,9 @@ const (
 
 	ReasonCollecting       = "Collecting"
 	ReasonExtractionFailed = "ExtractionFailed"
+	// ReasonScopeForbidden: the target collects, but the operator may not
+	// list some of the namespaces it reads (Synced, with Ready).
+	ReasonScopeForbidden = "ScopeForbidden"
 )
 
 // targetView is what one status write of a target needs.
@@ -71,8 +74,13 @@ func (tv targetView) conditions(conds *[]metav1.Condition) bool {
 		meta.RemoveStatusCondition(conds, TypeDegraded)
 		setCondition(conds, TypeReady, metav1.ConditionTrue, ReasonCollecting,
 			fmt.Sprintf("%s; collecting %d resource(s)", v.Detail, tv.count), v.Generation)
-		setCondition(conds, TypeSynced, metav1.ConditionTrue, ReasonCollecting,
-			fmt.Sprintf("collecting %d resource(s)", tv.count), v.Generation)
+		if v.Forbidden != "" {
+			setCondition(conds, TypeSynced, metav1.ConditionTrue, ReasonScopeForbidden,
+				fmt.Sprintf("collecting %d resource(s); %s", tv.count, v.Forbidden), v.Generation)
+		} else {
+			setCondition(conds, TypeSynced, metav1.ConditionTrue, ReasonCollecting,
+				fmt.Sprintf("collecting %d resource(s)", tv.count), v.Generation)
+		}
 	}
 	return true
 }

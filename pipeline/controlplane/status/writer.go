@@ -33,6 +33,9 @@ type Verdict struct {
 	// Profile and GVK (group/version/kind) label a target's row count in
 	// kollect_collected_objects.
 	Profile, GVK string
+	// Forbidden, when set, says which namespaces the target reads that the
+	// operator may not list (targets only): it collects the others.
+	Forbidden string
 }
 
 // Degraded reports whether the verdict is a failure.

@@ -155,15 +155,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	verdict.Detail = fmt.Sprintf("profileRef %q in namespace %q resolved; %d namespace(s) matched", pref.Name, pref.Namespace, len(verdict.Matched))
 
 	generations := fmt.Sprintf("%d/%s/%s", ct.Generation, p.ResourceVersion, ceiling.Version())
+	forbidden := false
 	if r.appliedGen(req.Name) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.Name), Generation: ct.Generation, ProfileGVK: c.GVK,
-			Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace, PerNamespace: true,
+			Selection: c.Selection, Extractor: c.Extractor, Namespaces: c.Namespaces, PerNamespace: true,
 			Profile: pref.Namespace + "/" + pref.Name, Metrics: target.ProfileMetrics(&p, r.AttributeLabels)})
 		if errors.Is(err, engine.ErrStopped) {
 			return reconcile.Result{}, nil // shutting down: the next leader applies it
 		}
+		var partial *engine.PartialAccessError
+		if errors.As(err, &partial) {
+			// It runs without the namespaces the operator may not list;
+			// not marked applied, so every resync asks again and a Role
+			// granted since is used.
+			verdict.Forbidden, err = partial.Error(), nil
+			forbidden = true
+		}
 		if err != nil {
-			res, werr := degrade(target.ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			reason := target.ReasonInformerRegFailed
+			var denied *informers.ForbiddenError
+			if errors.As(err, &denied) {
+				reason = status.ReasonScopeForbidden
+			}
+			res, werr := degrade(reason, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {
 				return res, werr
 			}
@@ -173,7 +187,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return res, nil
 		}
-		r.setApplied(req.Name, generations)
+		if !forbidden {
+			r.setApplied(req.Name, generations)
+		}
 	}
 	if err := r.Status.Write(ctx, key(req.Name), verdict); err != nil {
 		return reconcile.Result{}, err

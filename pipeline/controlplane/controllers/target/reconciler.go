@@ -248,15 +248,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	generations := fmt.Sprintf("%d/%s/%s", t.Generation, p.ResourceVersion, ceiling.Version())
+	forbidden := false
 	if r.appliedGen(req.NamespacedName) != generations {
 		err := r.Engine.UpsertTarget(ctx, engine.TargetSpec{Ref: ref(req.NamespacedName), Generation: t.Generation,
-			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespace: c.Namespace,
+			ProfileGVK: c.GVK, Selection: c.Selection, Extractor: c.Extractor, Namespaces: c.Namespaces,
 			Profile: t.Spec.ProfileRef, Metrics: ProfileMetrics(&p, r.AttributeLabels)})
 		if errors.Is(err, engine.ErrStopped) {
 			return reconcile.Result{}, nil // shutting down: the next leader applies it
 		}
+		var partial *engine.PartialAccessError
+		if errors.As(err, &partial) {
+			// It runs without the namespaces the operator may not list;
+			// not marked applied, so every resync asks again and a Role
+			// granted since is used.
+			verdict.Forbidden, err = partial.Error(), nil
+			forbidden = true
+		}
 		if err != nil {
-			res, werr := degrade(ReasonInformerRegFailed, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
+			reason := ReasonInformerRegFailed
+			var denied *informers.ForbiddenError
+			if errors.As(err, &denied) {
+				reason = status.ReasonScopeForbidden
+			}
+			res, werr := degrade(reason, fmt.Sprintf("cannot watch %s: %v", c.GVK, err))
 			if werr != nil {
 				return res, werr
 			}
@@ -268,7 +282,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return res, nil
 		}
-		r.setApplied(req.NamespacedName, generations)
+		if !forbidden {
+			r.setApplied(req.NamespacedName, generations)
+		}
 	}
 	if err := r.Status.Write(ctx, status.Key{Kind: status.Target, NamespacedName: req.NamespacedName}, verdict); err != nil {
 		return reconcile.Result{}, err
@@ -298,8 +314,8 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 			return controllers.Match{}, nil, v // a cluster scope denies the namespace itself
 		}
 		ceiling.Restrict(c.Selection)
-		if c.Namespace == "" {
-			c.Namespace = own // as includedNamespaces: [own]: an informer of that namespace will do
+		if c.Namespaces == nil {
+			c.Namespaces = []string{own} // as includedNamespaces: [own]: an informer of that namespace will do
 		}
 		matched = MatchNamespaces(nss, c.Selection)
 		return matched, matched.Names, nil
@@ -331,7 +347,8 @@ func namesNoNamespace(sel *selection.Target) bool {
 }
 
 // pinToWatched keeps a tenant-mode target within the watched namespaces
-// and gives its informer one namespace to list (a Role grants no more).
+// and gives its informers those it names, or every watched one: a Role
+// grants no more.
 func pinToWatched(c *compile.Compiled, only []string) error {
 	watched := map[string]bool{}
 	for _, ns := range only {
@@ -339,14 +356,14 @@ func pinToWatched(c *compile.Compiled, only []string) error {
 	}
 	prev := c.Selection.Within
 	c.Selection.Within = func(ns string) bool { return watched[ns] && (prev == nil || prev(ns)) }
-	switch {
-	case c.Namespace != "" && !watched[c.Namespace]:
-		return fmt.Errorf("namespace %q is not watched by this tenant-mode operator (--watch-namespaces %s)", c.Namespace, strings.Join(only, ","))
-	case c.Namespace == "" && len(only) == 1:
-		c.Namespace = only[0]
-	case c.Namespace == "":
-		return fmt.Errorf("this tenant-mode operator watches several namespaces (%s): name the one this target reads, in includedNamespaces or with a kubernetes.io/metadata.name namespaceSelector",
-			strings.Join(only, ","))
+	if c.Namespaces == nil {
+		c.Namespaces = slices.Clone(only)
+		return nil
+	}
+	for _, ns := range c.Namespaces {
+		if !watched[ns] {
+			return fmt.Errorf("namespace %q is not watched by this tenant-mode operator (--watch-namespaces %s)", ns, strings.Join(only, ","))
+		}
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ import (
 type fakeEngine struct{ calls []string }
 
 func (e *fakeEngine) UpsertTarget(_ context.Context, s engine.TargetSpec) error {
-	e.calls = append(e.calls, "upsert "+s.Ref.Name+" in "+s.Namespace)
+	e.calls = append(e.calls, "upsert "+s.Ref.Name+" in "+strings.Join(s.Namespaces, ","))
 	return nil
 }
 func (e *fakeEngine) RemoveTarget(r messages.TargetRef) { e.calls = append(e.calls, "remove "+r.Name) }
