@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Metrics are the actor-engine series. A nil *Metrics records nothing.
@@ -32,6 +33,7 @@ type Metrics struct {
 	queue     prometheus.Gauge
 	blocked   prometheus.Counter
 	dispatch  prometheus.Histogram
+	mismatch  *prometheus.CounterVec
 }
 
 // NewMetrics registers the engine series with reg.
@@ -86,9 +88,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dispatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kollect_collect_dispatch_duration_seconds",
 			Help:    "Per-event processing time (selection, extraction, row update), averaged over each batch a target actor drains.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}}),
+		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_collect_namespace_mismatch_total",
+			Help: "Objects a target turned away by their namespace (a shared informer hands every target of a kind the objects of all their namespaces)."},
+			[]string{"group", "version", "resource"}),
 	}
 	reg.MustRegister(m.depth, m.processed, m.failed, m.restarts, m.circuit, m.exportDur, m.exportB, m.spill, m.conflicts, m.sinkErrs,
-		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.paced, m.parts, m.queue, m.blocked, m.dispatch)
+		m.written, m.lastOK, m.failures, m.invItems, m.rejected, m.items, m.debounced, m.paced, m.parts, m.queue, m.blocked, m.dispatch, m.mismatch)
 	return m
 }
 
@@ -231,6 +236,14 @@ func (m *Metrics) InventoryItems(inventory string, n int) {
 func (m *Metrics) Queued(d int) {
 	if m != nil && d != 0 {
 		m.queue.Add(float64(d))
+	}
+}
+
+// NamespaceMismatches counts n objects of gvr a target turned away by
+// their namespace.
+func (m *Metrics) NamespaceMismatches(gvr schema.GroupVersionResource, n int) {
+	if m != nil && n > 0 {
+		m.mismatch.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Add(float64(n))
 	}
 }
 

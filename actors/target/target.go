@@ -219,6 +219,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		a.inbox.recycle(d.events) // clears a full slice's map for the next
 		ups, dels = append(ups, u...), append(dels, gone...)
 		a.metrics.Dispatched(n, time.Since(start))
+		a.countMismatches()
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
 		}
@@ -270,6 +271,7 @@ func (a *actorState) resync(ctx actor.Context) {
 		}
 	}
 	a.evaluateAll(batch)
+	a.countMismatches()
 	last := a.lastRows(unreadable)
 	a.rows, a.failures = make(map[objKey]*rows.Row, len(batch)), map[objKey]string{}
 	for i := range batch {
@@ -541,6 +543,19 @@ func (a *actorState) lastRows(keys []objKey) []*rows.Row {
 		}
 	}
 	return out
+}
+
+// countMismatches records the objects the evaluator turned away by their
+// namespace since it last did.
+func (a *actorState) countMismatches() {
+	for gvk, n := range a.cfg.Evaluator.TakeMismatches() {
+		for _, src := range a.cfg.Sources {
+			if src.GVK == gvk {
+				a.metrics.NamespaceMismatches(src.GVR, n)
+				break
+			}
+		}
+	}
 }
 
 // row evaluates one object; a panic in selection or extraction (a bug, or

@@ -3,6 +3,7 @@ package collect
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,6 +29,9 @@ type Evaluator struct {
 	// kind (a per-namespace target has one per namespace); Row runs on
 	// several workers at once.
 	origins sync.Map // originKey → *rows.Origin
+	// mismatched counts, by kind, the objects whose namespace the target
+	// does not read (TakeMismatches).
+	mismatched sync.Map // schema.GroupVersionKind → *atomic.Int64
 }
 
 type originKey struct {
@@ -83,6 +87,23 @@ func (e *Evaluator) Reads() *projection.Set {
 // NamespaceLookup returns a namespace's metadata, or nil when unknown.
 type NamespaceLookup func(name string) *unstructured.Unstructured
 
+// TakeMismatches returns how many objects of each kind Row turned away by
+// their namespace since the last call (kollect_collect_namespace_mismatch_total),
+// and starts counting again.
+func (e *Evaluator) TakeMismatches() map[schema.GroupVersionKind]int {
+	var out map[schema.GroupVersionKind]int
+	e.mismatched.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Swap(0); n > 0 {
+			if out == nil {
+				out = map[schema.GroupVersionKind]int{}
+			}
+			out[k.(schema.GroupVersionKind)] = int(n)
+		}
+		return true
+	})
+	return out
+}
+
 // Row evaluates obj, read as kind gvk. It returns nil without an error when
 // the target does not select the object, and an error when a required
 // attribute fails.
@@ -100,7 +121,15 @@ func (e *Evaluator) Row(gvk schema.GroupVersionKind, obj *unstructured.Unstructu
 		ns = "default"
 	}
 	info := selection.NamespaceOf(ns, namespaces(ns))
-	if !e.Selection.Matches(gvk, name, selection.MetadataMap(obj, "labels"), &info, obj.Object) {
+	if !e.Selection.NamespaceMatches(info) {
+		n, ok := e.mismatched.Load(gvk)
+		if !ok {
+			n, _ = e.mismatched.LoadOrStore(gvk, new(atomic.Int64))
+		}
+		n.(*atomic.Int64).Add(1)
+		return nil, nil
+	}
+	if !e.Selection.ObjectMatches(gvk, name, selection.MetadataMap(obj, "labels"), &info, obj.Object) {
 		return nil, nil
 	}
 	attrs, err := e.Extractor.Extract(obj.Object)

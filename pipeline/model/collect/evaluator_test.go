@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/pipeline/model/collect"
@@ -89,5 +90,46 @@ func TestRowsShareTheirOrigin(t *testing.T) {
 	}
 	if a.Origin == c.Origin || c.TargetNamespace != "cart" || a.TargetNamespace != "shop" {
 		t.Errorf("rows of two namespaces: origins %p %p, target namespaces %s %s", a.Origin, c.Origin, a.TargetNamespace, c.TargetNamespace)
+	}
+}
+
+// Objects turned away by their namespace are counted by kind, once;
+// objects turned away by their own labels are not.
+func TestRowCountsObjectsOfNamespacesTheTargetDoesNotRead(t *testing.T) {
+	cms, secrets := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	ex, err := extract.Compile(nil, extract.NewScrubber())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appX, err := labels.Parse("app=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &collect.Evaluator{TargetNamespace: "team", TargetName: "t", ProfileGVK: cms, Extractor: ex,
+		Selection: &selection.Target{Included: map[string]bool{"team": true}, Labels: appX}}
+	obj := func(ns string, lbl map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "o", "uid": ns, "labels": lbl}}}
+	}
+	none := func(string) *unstructured.Unstructured { return nil }
+	for _, tc := range []struct {
+		gvk      schema.GroupVersionKind
+		obj      *unstructured.Unstructured
+		selected bool
+	}{
+		{cms, obj("team", map[string]any{"app": "x"}), true},
+		{cms, obj("team", map[string]any{"app": "y"}), false},
+		{cms, obj("other", map[string]any{"app": "x"}), false},
+		{cms, obj("another", nil), false},
+		{secrets, obj("other", nil), false},
+	} {
+		if r, err := e.Row(tc.gvk, tc.obj, none); err != nil || (r != nil) != tc.selected {
+			t.Fatalf("%s in %s: row %v, error %v", tc.gvk.Kind, tc.obj.GetNamespace(), r, err)
+		}
+	}
+	if got := e.TakeMismatches(); len(got) != 2 || got[cms] != 2 || got[secrets] != 1 {
+		t.Errorf("mismatches %v, want 2 ConfigMaps and 1 Secret", got)
+	}
+	if got := e.TakeMismatches(); got != nil {
+		t.Errorf("taken again: %v", got)
 	}
 }

@@ -112,6 +112,13 @@ func (t *Target) Matches(gvk schema.GroupVersionKind, name string, objLabels lab
 	if ns != nil && !t.NamespaceMatches(*ns) {
 		return false
 	}
+	return t.ObjectMatches(gvk, name, objLabels, ns, obj)
+}
+
+// ObjectMatches is Matches for an object whose namespace passed
+// NamespaceMatches: the tests of the object itself (rules, names, labels,
+// the watch gate).
+func (t *Target) ObjectMatches(gvk schema.GroupVersionKind, name string, objLabels labels.Labels, ns *Namespace, obj map[string]any) bool {
 	set := objLabels
 	if len(t.Rules) > 0 {
 		matched := false
