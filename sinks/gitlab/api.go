@@ -14,15 +14,26 @@ import (
 	"kollect.dev/kollect/sinks"
 )
 
-// api is the part of GitLab's REST API v4 the sink calls.
+// api is the part of GitLab's REST API v4 the sink calls, and the HTTP
+// plumbing the Gitea flavour shares (gitea.go).
 type api struct {
 	base    string // scheme://host
 	project string // group/project, unescaped
 	token   string
 	client  *http.Client
+	// name is the server's kind in messages (GitLab, Gitea).
+	name string
+	// authorize sets the token on a request: PRIVATE-TOKEN for GitLab.
+	authorize func(*http.Request)
 }
 
-// errNotFound is a 404 from GitLab.
+// newGitLab returns the GitLab API of a project.
+func newGitLab(base, project, token string, client *http.Client) *api {
+	return &api{base: base, project: project, token: token, client: client, name: "GitLab",
+		authorize: func(r *http.Request) { r.Header.Set("PRIVATE-TOKEN", token) }}
+}
+
+// errNotFound is a 404 from the server.
 var errNotFound = errors.New("not found")
 
 func (a *api) url(p string, q url.Values) string {
@@ -47,7 +58,7 @@ func (a *api) do(ctx context.Context, method, u string, body, out any) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("PRIVATE-TOKEN", a.token)
+	a.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -61,9 +72,9 @@ func (a *api) do(ctx context.Context, method, u string, body, out any) error {
 	case resp.StatusCode == http.StatusNotFound:
 		return errNotFound
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return sinks.Permanent(fmt.Errorf("GitLab refused the token (%s) for %s %s: check the Secret's token and its scope (api)", resp.Status, method, a.redact(u)))
+		return sinks.Permanent(fmt.Errorf("%s refused the token (%s) for %s %s: check the Secret's token and its scope (api, or repository and issue write)", a.name, resp.Status, method, a.redact(u)))
 	case resp.StatusCode >= 300:
-		err := fmt.Errorf("GitLab answered %s to %s %s%s", resp.Status, method, a.redact(u), errorMessage(data))
+		err := fmt.Errorf("%s answered %s to %s %s%s", a.name, resp.Status, method, a.redact(u), errorMessage(data))
 		if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity {
 			return sinks.Permanent(err)
 		}
@@ -71,7 +82,7 @@ func (a *api) do(ctx context.Context, method, u string, body, out any) error {
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("GitLab's answer to %s %s does not parse: %w", method, a.redact(u), err)
+			return fmt.Errorf("%s's answer to %s %s does not parse: %w", a.name, method, a.redact(u), err)
 		}
 	}
 	return nil
@@ -150,11 +161,16 @@ func (a *api) branch(ctx context.Context, name string) (branch, error) {
 
 // rawFile reads a file of a branch, or errNotFound.
 func (a *api) rawFile(ctx context.Context, ref, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url("/repository/files/"+url.PathEscape(path)+"/raw", url.Values{"ref": {ref}}), nil)
+	return a.raw(ctx, a.url("/repository/files/"+url.PathEscape(path)+"/raw", url.Values{"ref": {ref}}), path)
+}
+
+// raw reads the bytes at u (a file's content), or errNotFound.
+func (a *api) raw(ctx context.Context, u, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("PRIVATE-TOKEN", a.token)
+	a.authorize(req)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -164,7 +180,7 @@ func (a *api) rawFile(ctx context.Context, ref, path string) ([]byte, error) {
 		return nil, errNotFound
 	}
 	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("GitLab answered %s reading %s", resp.Status, path)
+		return nil, fmt.Errorf("%s answered %s reading %s", a.name, resp.Status, path)
 	}
 	return io.ReadAll(resp.Body)
 }
@@ -207,6 +223,10 @@ type action struct {
 	FilePath string `json:"file_path"`
 	Content  string `json:"content,omitempty"`
 	Encoding string `json:"encoding,omitempty"`
+	// Blob is the blob id the file has before the change (update and
+	// delete): Gitea refuses a change to a file that is not what the sink
+	// saw. GitLab does not take it.
+	Blob string `json:"-"`
 }
 
 type commitRequest struct {

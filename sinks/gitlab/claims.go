@@ -9,6 +9,7 @@ import (
 
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
+	"kollect.dev/kollect/sinks/git"
 )
 
 // The writer of an inventory (sinks.Claims) is a field of the owned record
@@ -18,34 +19,38 @@ var _ sinks.Claims = (*Sink)(nil)
 
 // record reads the inventory's owned record from its branch (in
 // merge-request mode, from the target branch while the export branch does
-// not exist); nil when there is none.
-func (s *Sink) record(ctx context.Context, id rows.Identity) (*ownedRecord, string, error) {
+// not exist), the branch and the record's blob id; nil when there is none.
+func (s *Sink) record(ctx context.Context, id rows.Identity) (*ownedRecord, string, string, error) {
+	h, err := s.host(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
 	br := s.branch(id)
-	if _, err := s.api.branch(ctx, br); errors.Is(err, errNotFound) {
+	if _, err := h.branch(ctx, br); errors.Is(err, errNotFound) {
 		if !s.cfg.MergeRequest {
-			return nil, br, nil
+			return nil, br, "", nil
 		}
 		br = s.cfg.TargetBranch
 	} else if err != nil {
-		return nil, br, err
+		return nil, br, "", err
 	}
-	raw, err := s.api.rawFile(ctx, br, s.ownedPath(id))
+	raw, err := h.rawFile(ctx, br, s.ownedPath(id))
 	switch {
 	case errors.Is(err, errNotFound):
-		return nil, br, nil
+		return nil, br, "", nil
 	case err != nil:
-		return nil, br, err
+		return nil, br, "", err
 	}
 	var rec ownedRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, br, sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%v): remove it", s.ownedPath(id), br, err))
+		return nil, br, "", sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%v): remove it", s.ownedPath(id), br, err))
 	}
-	return &rec, br, nil
+	return &rec, br, git.BlobID(raw), nil
 }
 
 // Writer returns the writer the owned record names, "" for none.
 func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
-	rec, _, err := s.record(ctx, id)
+	rec, _, _, err := s.record(ctx, id)
 	if err != nil || rec == nil {
 		return "", err
 	}
@@ -62,15 +67,19 @@ func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) e
 	if writer == "" {
 		return nil // an empty export removed the record with the files
 	}
-	rec, br, err := s.record(ctx, id)
+	rec, br, blob, err := s.record(ctx, id)
 	if err != nil || rec == nil || rec.Writer == writer || br != s.branch(id) {
 		return err
 	}
 	rec.Writer = writer
 	body, _ := json.Marshal(rec)
-	_, err = s.api.commit(ctx, commitRequest{Branch: br, Message: fmt.Sprintf("kollect: %s/%s is written by %s", id.Namespace, id.Name, writer),
+	h, err := s.host(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.commit(ctx, commitRequest{Branch: br, Message: fmt.Sprintf("kollect: %s/%s is written by %s", id.Namespace, id.Name, writer),
 		AuthorName: s.cfg.Git.AuthorName, AuthorEmail: s.cfg.Git.AuthorEmail,
-		Actions: []action{{Action: "update", FilePath: s.ownedPath(id), Content: base64.StdEncoding.EncodeToString(body), Encoding: "base64"}}})
+		Actions: []action{{Action: "update", FilePath: s.ownedPath(id), Content: base64.StdEncoding.EncodeToString(body), Encoding: "base64", Blob: blob}}})
 	return err
 }
 

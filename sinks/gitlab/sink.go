@@ -40,10 +40,31 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Sink exports snapshots to a GitLab project.
+// host is what the sink asks of the server: GitLab's REST API v4 (api.go)
+// or Gitea's and Forgejo's API v1 (gitea.go), which hold the same things
+// under other names.
+type host interface {
+	projectInfo(ctx context.Context) error
+	branch(ctx context.Context, name string) (branch, error)
+	rawFile(ctx context.Context, ref, path string) ([]byte, error)
+	tree(ctx context.Context, ref, dir string) (map[string]string, error)
+	commit(ctx context.Context, c commitRequest) (string, error)
+	ensureMergeRequest(ctx context.Context, source, target, state, title string) (mergeRequest, error)
+}
+
+var (
+	_ host = (*api)(nil)
+	_ host = (*gitea)(nil)
+)
+
+// Sink exports snapshots to a GitLab project, or a Gitea or Forgejo
+// repository.
 type Sink struct {
 	cfg Config
-	api *api
+	gl  *api
+	// api is gl, or Gitea's, once the server said which it is.
+	hostMu sync.Mutex
+	api    host
 
 	mu      sync.Mutex
 	writers map[string]string // inventory → the writer its next record names
@@ -75,7 +96,31 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Git.AuthorName == "" {
 		cfg.Git.AuthorName, cfg.Git.AuthorEmail = "kollect", "kollect@kollect.dev"
 	}
-	return &Sink{cfg: cfg, writers: map[string]string{}, api: &api{base: strings.TrimRight(cfg.BaseURL, "/"), project: cfg.Project, token: cfg.Token, client: cfg.HTTPClient}}, nil
+	return &Sink{cfg: cfg, writers: map[string]string{}, gl: newGitLab(strings.TrimRight(cfg.BaseURL, "/"), cfg.Project, cfg.Token, cfg.HTTPClient)}, nil
+}
+
+// host returns the server's API. It asks the server once which kind it is
+// (upstream pushed to any host and fell back to Gitea's pull requests):
+// a server that answers Gitea's version route is Gitea or Forgejo, any
+// other GitLab. An answer that did not arrive is asked again next time.
+func (s *Sink) host(ctx context.Context) (host, error) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.api != nil {
+		return s.api, nil
+	}
+	isGitea, err := giteaAt(ctx, s.gl)
+	if err != nil {
+		return nil, err
+	}
+	s.api = s.gl
+	if isGitea {
+		if s.api, err = newGitea(s.gl); err != nil {
+			s.api = nil
+			return nil, err
+		}
+	}
+	return s.api, nil
 }
 
 // ParseEndpoint splits https://host[:port]/group/project[.git][#[branch=]name].
@@ -146,7 +191,11 @@ var _ sinks.Parted = (*Sink)(nil)
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part, relist bool) (sinks.Ack, error) {
 	id := snap.Inventory
 	br := s.branch(id)
-	head, err := s.api.branch(ctx, br)
+	h, err := s.host(ctx)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	head, err := h.branch(ctx, br)
 	exists := err == nil
 	if err != nil && !errors.Is(err, errNotFound) {
 		return sinks.Ack{}, err
@@ -176,7 +225,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		ref = start
 	}
 	if ref != "" {
-		raw, err := s.api.rawFile(ctx, ref, ownedPath)
+		raw, err := h.rawFile(ctx, ref, ownedPath)
 		if err == nil {
 			record = raw
 		}
@@ -192,7 +241,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 				return s.mergeRequest(ctx, id, br, head.Commit.ID, false, sinks.Ack{Rows: len(snap.Rows)})
 			}
 		case err == nil || errors.Is(err, errNotFound):
-			if present, err = s.api.tree(ctx, ref, ""); err != nil {
+			if present, err = h.tree(ctx, ref, ""); err != nil {
 				return sinks.Ack{}, err
 			}
 			if raw != nil && json.Unmarshal(raw, &last) == nil {
@@ -201,6 +250,13 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		default:
 			return sinks.Ack{}, err
 		}
+	}
+	// held is the blob id the branch holds at p, as far as the sink knows.
+	held := func(p string) string {
+		if present != nil {
+			return present[p]
+		}
+		return owned[p]
 	}
 	exist := func(p string) bool {
 		if present != nil {
@@ -227,7 +283,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		}
 		a := action{Action: "create", FilePath: p, Content: base64.StdEncoding.EncodeToString(content), Encoding: "base64"}
 		if exist(p) {
-			a.Action = "update"
+			a.Action, a.Blob = "update", held(p)
 		}
 		actions = append(actions, a)
 		bytes += int64(len(content))
@@ -247,7 +303,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 	}
 	sort.Strings(gone)
 	for _, p := range gone {
-		actions = append(actions, action{Action: "delete", FilePath: p})
+		actions = append(actions, action{Action: "delete", FilePath: p, Blob: held(p)})
 	}
 	written := len(actions)
 	sum := snap.Checksum
@@ -261,12 +317,12 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		// describes the branch.
 	case len(next) == 0:
 		if record != nil {
-			actions = append(actions, action{Action: "delete", FilePath: ownedPath})
+			actions = append(actions, action{Action: "delete", FilePath: ownedPath, Blob: git.BlobID(record)})
 		}
 	case record == nil:
 		actions = append(actions, action{Action: "create", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64"})
 	case string(record) != string(nextRecord):
-		actions = append(actions, action{Action: "update", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64"})
+		actions = append(actions, action{Action: "update", FilePath: ownedPath, Content: base64.StdEncoding.EncodeToString(nextRecord), Encoding: "base64", Blob: git.BlobID(record)})
 	}
 	ack := sinks.Ack{Rows: len(snap.Rows), Written: written, Bytes: bytes}
 	if snap.Partial() {
@@ -278,7 +334,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		}
 		return ack, nil
 	}
-	commit, err := s.api.commit(ctx, commitRequest{Branch: br, StartBranch: start, Message: s.cfg.Git.Message(snap),
+	commit, err := h.commit(ctx, commitRequest{Branch: br, StartBranch: start, Message: s.cfg.Git.Message(snap),
 		AuthorName: s.cfg.Git.AuthorName, AuthorEmail: s.cfg.Git.AuthorEmail, Actions: actions})
 	if err != nil {
 		return sinks.Ack{}, err
@@ -298,7 +354,11 @@ func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head stri
 	if !s.cfg.MergeRequest {
 		return ack, nil
 	}
-	target, err := s.api.branch(ctx, s.cfg.TargetBranch)
+	h, err := s.host(ctx)
+	if err != nil {
+		return sinks.Ack{}, err
+	}
+	target, err := h.branch(ctx, s.cfg.TargetBranch)
 	if err != nil && !errors.Is(err, errNotFound) {
 		return sinks.Ack{}, fmt.Errorf("committed %s, but reading the target branch: %w", head, err)
 	}
@@ -314,7 +374,7 @@ func (s *Sink) mergeRequest(ctx context.Context, id rows.Identity, br, head stri
 	if !committed {
 		state = ""
 	}
-	if _, err := s.api.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, state, title); err != nil {
+	if _, err := h.ensureMergeRequest(ctx, br, s.cfg.TargetBranch, state, title); err != nil {
 		return sinks.Ack{}, fmt.Errorf("committed %s, but the merge request: %w", head, err)
 	}
 	return ack, nil
@@ -329,4 +389,10 @@ type ownedRecord struct {
 }
 
 // Probe checks that the project exists and the token reaches it.
-func (s *Sink) Probe(ctx context.Context) error { return s.api.projectInfo(ctx) }
+func (s *Sink) Probe(ctx context.Context) error {
+	h, err := s.host(ctx)
+	if err != nil {
+		return err
+	}
+	return h.projectInfo(ctx)
+}

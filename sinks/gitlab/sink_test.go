@@ -16,6 +16,17 @@ import (
 
 const project = "platform/inventory"
 
+// onEachServer runs a test against the fake GitLab and the fake Gitea:
+// the sink writes the same branches, files and merge requests to both.
+func onEachServer(t *testing.T, test func(*testing.T, func(gitlabtest.TB) *gitlabtest.Server)) {
+	for _, server := range []struct {
+		name  string
+		start func(gitlabtest.TB) *gitlabtest.Server
+	}{{"GitLab", gitlabtest.Start}, {"Gitea", gitlabtest.StartGitea}} {
+		t.Run(server.name, func(t *testing.T) { test(t, server.start) })
+	}
+}
+
 func newSink(t *testing.T, srv *gitlabtest.Server, l git.Layout, mutate func(*gitlab.Config)) *gitlab.Sink {
 	t.Helper()
 	cfg := gitlab.Config{BaseURL: srv.URL, Project: project, Token: gitlabtest.Token, Git: git.Config{Layout: l}}
@@ -45,8 +56,10 @@ func owned(srv *gitlabtest.Server, branch string, id rows.Identity, cluster stri
 // TestGitLabConformance runs the sink conformance suite against the fake
 // GitLab: one file per row (exact counts) and one JSON document per
 // inventory.
-func TestGitLabConformance(t *testing.T) {
-	srv := gitlabtest.Start(t)
+func TestGitLabConformance(t *testing.T) { onEachServer(t, testGitLabConformance) }
+
+func testGitLabConformance(t *testing.T, start func(gitlabtest.TB) *gitlabtest.Server) {
+	srv := start(t)
 	srv.CreateProject(project)
 	for _, c := range []struct {
 		name   string
@@ -112,7 +125,11 @@ func TestGitLabConformance(t *testing.T) {
 // An empty snapshot removes the inventory's files and its record, also in
 // a document layout (where rendering it would give an empty document).
 func TestEmptySnapshotRemovesTheDocument(t *testing.T) {
-	srv := gitlabtest.Start(t)
+	onEachServer(t, testEmptySnapshotRemovesTheDocument)
+}
+
+func testEmptySnapshotRemovesTheDocument(t *testing.T, start func(gitlabtest.TB) *gitlabtest.Server) {
+	srv := start(t)
 	srv.CreateProject(project)
 	s := newSink(t, srv, git.Layout{Format: "yaml"}, nil)
 	id := rows.Identity{Namespace: "ops", Name: "inv"}
@@ -129,7 +146,11 @@ func TestEmptySnapshotRemovesTheDocument(t *testing.T) {
 // Merge-request mode: exports go to a branch of the inventory's own,
 // started from the target branch, and one merge request stays open for it.
 func TestMergeRequestModeOpensOneMergeRequest(t *testing.T) {
-	srv := gitlabtest.Start(t)
+	onEachServer(t, testMergeRequestModeOpensOneMergeRequest)
+}
+
+func testMergeRequestModeOpensOneMergeRequest(t *testing.T, start func(gitlabtest.TB) *gitlabtest.Server) {
+	srv := start(t)
 	srv.CreateProject(project)
 	ctx := context.Background()
 	// The target branch exists with a file of someone else.
@@ -175,7 +196,11 @@ func TestMergeRequestModeOpensOneMergeRequest(t *testing.T) {
 // export, opens the merge request then (it used to return before that
 // step and report the export done with no merge request).
 func TestAMergeRequestThatFailedIsOpenedByTheRetry(t *testing.T) {
-	srv := gitlabtest.Start(t)
+	onEachServer(t, testAMergeRequestThatFailedIsOpenedByTheRetry)
+}
+
+func testAMergeRequestThatFailedIsOpenedByTheRetry(t *testing.T, start func(gitlabtest.TB) *gitlabtest.Server) {
+	srv := start(t)
 	srv.CreateProject(project)
 	ctx := context.Background()
 	base := newSink(t, srv, git.Layout{Format: "yaml"}, nil)
@@ -219,8 +244,10 @@ func TestAMergeRequestThatFailedIsOpenedByTheRetry(t *testing.T) {
 }
 
 // The token is checked, and a refusal is permanent and says what to fix.
-func TestProbeAndBadToken(t *testing.T) {
-	srv := gitlabtest.Start(t)
+func TestProbeAndBadToken(t *testing.T) { onEachServer(t, testProbeAndBadToken) }
+
+func testProbeAndBadToken(t *testing.T, start func(gitlabtest.TB) *gitlabtest.Server) {
+	srv := start(t)
 	srv.CreateProject(project)
 	if err := newSink(t, srv, git.Layout{}, nil).Probe(context.Background()); err != nil {
 		t.Fatalf("probe: %v", err)

@@ -39,6 +39,7 @@ type Server struct {
 	projects map[string]*project
 	down     bool
 	mrDown   bool
+	gitea    bool // serves Gitea's API instead of GitLab's (StartGitea)
 }
 
 type project struct {
@@ -170,6 +171,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if s.down {
 		fail(w, http.StatusServiceUnavailable, "503 Service Unavailable")
+		return
+	}
+	if s.gitea {
+		s.serveGitea(w, r)
 		return
 	}
 	if r.Header.Get("PRIVATE-TOKEN") != Token {
@@ -314,27 +319,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, p *project) {
 		fail(w, http.StatusBadRequest, "branch, commit_message and actions are required")
 		return
 	}
-	b := p.branches[in.Branch]
-	files := map[string][]byte{}
-	switch {
-	case b != nil:
-		for k, v := range b.files {
-			files[k] = v
-		}
-	case in.StartBranch != "":
-		start := p.branches[in.StartBranch]
-		if start == nil {
-			fail(w, http.StatusBadRequest, "You can only create or edit files when you are on a branch")
-			return
-		}
-		for k, v := range start.files {
-			files[k] = v
-		}
-	case len(p.branches) > 0:
-		fail(w, http.StatusBadRequest, "You can only create or edit files when you are on a branch")
-		return
-	}
-	var done []string
+	var changes []change
 	for _, a := range in.Actions {
 		content := []byte(a.Content)
 		if a.Encoding == "base64" {
@@ -344,36 +329,77 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, p *project) {
 				return
 			}
 		}
-		_, exists := files[a.FilePath]
-		switch a.Action {
-		case "create":
-			if exists {
-				fail(w, http.StatusBadRequest, "A file with this name already exists")
-				return
-			}
-			files[a.FilePath] = content
-		case "update":
-			if !exists {
-				fail(w, http.StatusBadRequest, "A file with this name doesn't exist")
-				return
-			}
-			files[a.FilePath] = content
-		case "delete":
-			if !exists {
-				fail(w, http.StatusBadRequest, "A file with this name doesn't exist")
-				return
-			}
-			delete(files, a.FilePath)
-		default:
-			fail(w, http.StatusBadRequest, "action does not have a valid value")
-			return
-		}
-		done = append(done, a.Action+" "+a.FilePath)
+		changes = append(changes, change{action: a.Action, path: a.FilePath, content: content})
 	}
-	id := blobID([]byte(fmt.Sprintf("%s %d %s", in.Branch, len(p.commits), in.Message)))
-	p.branches[in.Branch] = &branch{files: files, commit: id}
-	p.commits = append(p.commits, Commit{ID: id, Branch: in.Branch, Message: in.Message, Author: in.AuthorName + " <" + in.AuthorEmail + ">", Actions: done})
+	id, code, msg := p.apply(in.Branch, in.StartBranch, in.Message, in.AuthorName+" <"+in.AuthorEmail+">", changes)
+	if code != 0 {
+		fail(w, code, msg)
+		return
+	}
 	writeJSON(w, http.StatusCreated, map[string]any{"id": id, "short_id": id[:8], "title": strings.SplitN(in.Message, "\n", 2)[0],
 		"message": in.Message, "author_name": in.AuthorName, "author_email": in.AuthorEmail,
 		"created_at": time.Now().UTC().Format(time.RFC3339), "web_url": s.URL + "/-/commit/" + id})
+}
+
+// change is one file change of a commit: create, update or delete. blob,
+// when set, is the blob id the file must have before it (Gitea's sha).
+type change struct {
+	action, path string
+	content      []byte
+	blob         string
+}
+
+// apply makes one commit of changes on branch br, started from start when
+// br does not exist; it returns the commit's id, or the status and
+// message of a refusal.
+func (p *project) apply(br, start, message, author string, changes []change) (string, int, string) {
+	b := p.branches[br]
+	files := map[string][]byte{}
+	switch {
+	case b != nil:
+		for k, v := range b.files {
+			files[k] = v
+		}
+	case start != "":
+		sb := p.branches[start]
+		if sb == nil {
+			return "", http.StatusBadRequest, "You can only create or edit files when you are on a branch"
+		}
+		for k, v := range sb.files {
+			files[k] = v
+		}
+	case len(p.branches) > 0:
+		return "", http.StatusBadRequest, "You can only create or edit files when you are on a branch"
+	}
+	var done []string
+	for _, c := range changes {
+		old, exists := files[c.path]
+		if c.blob != "" && exists && blobID(old) != c.blob {
+			return "", http.StatusConflict, "sha does not match the file's: " + c.path
+		}
+		switch c.action {
+		case "create":
+			if exists {
+				return "", http.StatusBadRequest, "A file with this name already exists"
+			}
+			files[c.path] = c.content
+		case "update":
+			if !exists {
+				return "", http.StatusBadRequest, "A file with this name doesn't exist"
+			}
+			files[c.path] = c.content
+		case "delete":
+			if !exists {
+				return "", http.StatusBadRequest, "A file with this name doesn't exist"
+			}
+			delete(files, c.path)
+		default:
+			return "", http.StatusBadRequest, "action does not have a valid value"
+		}
+		done = append(done, c.action+" "+c.path)
+	}
+	id := blobID([]byte(fmt.Sprintf("%s %d %s", br, len(p.commits), message)))
+	p.branches[br] = &branch{files: files, commit: id}
+	p.commits = append(p.commits, Commit{ID: id, Branch: br, Message: message, Author: author, Actions: done})
+	return id, 0, ""
 }
