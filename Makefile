@@ -100,19 +100,27 @@ test: test-prep lint check-generated
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test -count=1 -timeout 30m ./faults/
 	$(GO) -C hack/image test -count=1 ./...
 
-## image: the operator's OCI image without Docker (hack/image): a static
-## binary on an empty base, non-root, written as bin/image/oci (an OCI
-## layout) and bin/image/kollect.tar (docker load -i, crane push, skopeo).
+## image: the operator's OCI image index without Docker (hack/image): for
+## each of IMAGE_ARCHES a static binary on an empty base, non-root, with
+## its CycloneDX SBOM attached as an OCI referrer, written as bin/image/oci
+## (an OCI layout: crane push, skopeo copy oci:) and the first arch's
+## image as bin/image/kollect.tar (docker load -i).
 IMAGE_REPOSITORY ?= ghcr.io/kollect-dev/kollect
-IMAGE_ARCH ?= amd64
+IMAGE_ARCHES ?= amd64 arm64
 image:
 	mkdir -p bin/image
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/kollect .
-	$(GO) -C hack/image run . -binary $(CURDIR)/bin/image/kollect -repository $(IMAGE_REPOSITORY) -version $(VERSION) \
-		-revision "$$(git rev-parse HEAD 2>/dev/null)" -arch $(IMAGE_ARCH) -out $(CURDIR)/bin/image
+	set -e; platforms=""; for arch in $(IMAGE_ARCHES); do \
+		bin=$(CURDIR)/bin/image/kollect-linux-$$arch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $$bin .; \
+		$(GO) -C hack/tools tool cyclonedx-gomod bin -json -version $(VERSION) -output $$bin.cdx.json $$bin; \
+		platforms="$$platforms -platform $$arch=$$bin,$$bin.cdx.json"; \
+	done; \
+	$(GO) -C hack/image run . $$platforms -repository $(IMAGE_REPOSITORY) -version $(VERSION) \
+		-revision "$$(git rev-parse HEAD 2>/dev/null)" -out $(CURDIR)/bin/image
 
 ## release: binaries for linux/amd64 and linux/arm64, a CycloneDX SBOM
-## each, the chart, install.yaml, SHA256SUMS and its signature with the
+## each, the image index with the SBOMs attached and the chart as OCI
+## layouts, the chart, install.yaml, SHA256SUMS and its signature with the
 ## OpenSSH key in RELEASE_SIGNING_KEY (README: verifying a release).
 release: helm
 	HELM=$(CURDIR)/$(HELM) bash hack/release.sh bin/release $(VERSION)

@@ -6,7 +6,14 @@
 #                                        (cyclonedx-gomod, hack/tools)
 #   kollect-CHART.tgz                    the Helm chart, appVersion VERSION
 #   install.yaml                         the chart rendered for kubectl apply
-#   SHA256SUMS, SHA256SUMS.sig           checksums of all of the above, and
+#   image/oci, image.ref                 the image index (one image per
+#                                        arch, each with its SBOM attached
+#                                        as an OCI referrer) as an OCI
+#                                        layout, and its reference@digest
+#   chart-oci, chart.ref                 the chart as the OCI artifact helm
+#                                        push makes, and its reference@digest
+#   SHA256SUMS, SHA256SUMS.sig           checksums of the files above (the
+#                                        .ref files pin the layouts' digests), and
 #                                        their signature with the OpenSSH key
 #                                        in RELEASE_SIGNING_KEY (ssh-keygen -Y
 #                                        sign, namespace kollect-release)
@@ -28,7 +35,7 @@ fi
 command -v ssh-keygen >/dev/null || { echo "release: ssh-keygen is missing (Debian: openssh-client; make test-deps installs it)" >&2; exit 1; }
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-rm -f "$out"/kollect-* "$out"/install.yaml "$out"/SHA256SUMS "$out"/SHA256SUMS.sig
+rm -rf "$out"/kollect-* "$out"/install.yaml "$out"/SHA256SUMS "$out"/SHA256SUMS.sig "$out"/image "$out"/image.ref "$out"/chart-oci "$out"/chart.ref
 
 # A chart version must be SemVer: a tag v1.2.3 gives 1.2.3, anything else
 # (a commit) 0.0.0-<it>.
@@ -38,14 +45,21 @@ if ! [[ "$chart_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then
 fi
 
 cd "$root"
+platforms=()
 for arch in $arches; do
 	bin="$out/kollect-$version-linux-$arch"
 	echo "release: building $bin" >&2
 	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$bin" .
 	go -C hack/tools tool cyclonedx-gomod bin -json -version "$version" -output "$bin.cdx.json" "$bin"
+	platforms+=(-platform "$arch=$bin,$bin.cdx.json")
 done
+# The image index and its SBOM referrers, from the same binaries.
+go -C hack/image run . "${platforms[@]}" -repository "${IMAGE_REPOSITORY:-ghcr.io/kollect-dev/kollect}" -version "$version" \
+	-revision "$(git rev-parse HEAD 2>/dev/null || true)" -out "$out/image" | sed -n 's/^image //p' >"$out/image.ref"
+rm -f "$out/image/kollect.tar" # docker load takes one platform: make image writes it
 
 "$helm" package deploy/helm/kollect --version "$chart_version" --app-version "$version" -d "$out" >/dev/null
+go -C hack/image run . -chart "$out/kollect-$chart_version.tgz" -helm "$(cd "$(dirname "$helm")" && pwd)/$(basename "$helm")" -out "$out" | sed -n 's/^chart //p' >"$out/chart.ref"
 {
 	echo "# Kollect $version: kubectl apply --server-side -f install.yaml"
 	printf -- "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kollect-system\n"
@@ -53,6 +67,6 @@ done
 } >"$out/install.yaml"
 
 cd "$out"
-sha256sum kollect-* install.yaml >SHA256SUMS
+sha256sum kollect-* install.yaml image.ref chart.ref >SHA256SUMS
 ssh-keygen -q -Y sign -f "$key" -n kollect-release SHA256SUMS
 echo "release: $(wc -l <SHA256SUMS) artifacts in $out, checksums signed (SHA256SUMS.sig)" >&2

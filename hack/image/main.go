@@ -6,17 +6,19 @@
 // file. It writes an OCI image layout and a tarball that docker load,
 // crane push and skopeo accept.
 //
-//	go run . -binary ../../bin/image/kollect -version v0.1.0 -out ../../bin/image
+//	go run . -platform amd64=kollect-amd64,sbom-amd64.json -platform arm64=kollect-arm64,sbom-arm64.json -version v0.1.0 -out ../../bin/image
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,71 +26,163 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Options say what to build.
 type Options struct {
-	Binary     string // the static linux kollect binary
+	// Platforms are the images of the index, one per architecture.
+	Platforms  []Platform
 	Repository string // the name it is pushed as (the chart's default image)
 	Version    string
 	Revision   string // the source commit
 	Source     string // the source repository URL
-	Arch       string // amd64, arm64
 	Out        string // folder for oci/ and kollect.tar
 	// Created is the image's creation time; zero uses the epoch, so the
-	// same binary gives the same image digest.
+	// same binaries give the same digests.
 	Created time.Time
+}
+
+// Platform is one architecture's image: its static linux binary and,
+// when set, the binary's CycloneDX SBOM, attached to the image as an OCI
+// referrer (an artifact whose subject is the image).
+type Platform struct {
+	Arch, Binary, SBOM string
+}
+
+// parsePlatform reads arch=binary[,sbom].
+func parsePlatform(v string) (Platform, error) {
+	arch, files, ok := strings.Cut(v, "=")
+	bin, sbom, _ := strings.Cut(files, ",")
+	if !ok || arch == "" || bin == "" {
+		return Platform{}, fmt.Errorf("-platform %q: want arch=binary[,sbom.json]", v)
+	}
+	return Platform{Arch: arch, Binary: bin, SBOM: sbom}, nil
 }
 
 const uid = 65532
 
+// Media types of the SBOM referrers.
+const (
+	sbomType  = "application/vnd.cyclonedx+json"
+	emptyType = "application/vnd.oci.empty.v1+json"
+)
+
 func main() {
 	var o Options
-	flag.StringVar(&o.Binary, "binary", "", "The static linux kollect binary.")
+	flag.Func("platform", "arch=binary[,sbom.json]: one architecture's static linux binary and its SBOM (repeat for each).", func(v string) error {
+		p, err := parsePlatform(v)
+		o.Platforms = append(o.Platforms, p)
+		return err
+	})
 	flag.StringVar(&o.Repository, "repository", "ghcr.io/kollect-dev/kollect", "The repository the image is pushed to.")
 	flag.StringVar(&o.Version, "version", "dev", "The version (also the tag).")
 	flag.StringVar(&o.Revision, "revision", "", "The source commit.")
 	flag.StringVar(&o.Source, "source", "https://github.com/kollect-dev/kollect", "The source repository.")
-	flag.StringVar(&o.Arch, "arch", "amd64", "The architecture of the binary.")
 	flag.StringVar(&o.Out, "out", "bin/image", "Output folder.")
+	chart := flag.String("chart", "", "Instead of the image: a packaged chart (.tgz) to write as an OCI artifact in OUT/chart-oci, as helm push makes it.")
+	helm := flag.String("helm", "helm", "The helm binary (-chart).")
 	flag.Parse()
+	if *chart != "" {
+		ref, err := Chart(*helm, *chart, o.Out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("chart %s\n  OCI layout: %s\n", ref, filepath.Join(o.Out, "chart-oci"))
+		return
+	}
 	ref, err := Build(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("image %s\n  OCI layout: %s\n  tarball:    %s (docker load -i, crane push, skopeo copy docker-archive:)\n",
-		ref, filepath.Join(o.Out, "oci"), filepath.Join(o.Out, "kollect.tar"))
+	fmt.Printf("image %s\n  OCI layout: %s (an index of %d platforms, each with its SBOM)\n  tarball:    %s (%s; docker load -i, crane push, skopeo copy docker-archive:)\n",
+		ref, filepath.Join(o.Out, "oci"), len(o.Platforms), filepath.Join(o.Out, "kollect.tar"), o.Platforms[0].Arch)
 }
 
-// Build writes the image and returns its reference with digest.
+// Build writes the image index (one image per platform, each with its
+// SBOM referrer) as an OCI layout, and the first platform's image as a
+// docker-archive tarball, and returns the index's reference with digest.
 func Build(o Options) (string, error) {
-	bin, err := os.ReadFile(o.Binary)
+	if len(o.Platforms) == 0 {
+		return "", fmt.Errorf("no platform to build (-platform arch=binary)")
+	}
+	tag, err := name.NewTag(o.Repository + ":" + o.Version)
 	if err != nil {
 		return "", err
+	}
+	var adds []mutate.IndexAddendum
+	images := make([]v1.Image, len(o.Platforms))
+	for i, p := range o.Platforms {
+		img, err := image(o, p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p.Arch, err)
+		}
+		images[i] = img
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.Arch}}})
+	}
+	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return "", err
+	}
+	oci := filepath.Join(o.Out, "oci")
+	if err := os.RemoveAll(oci); err != nil {
+		return "", err
+	}
+	lp, err := layout.Write(oci, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.String()})); err != nil {
+		return "", err
+	}
+	for i, p := range o.Platforms {
+		if p.SBOM == "" {
+			continue
+		}
+		if err := attachSBOM(lp, images[i], p.SBOM); err != nil {
+			return "", fmt.Errorf("%s SBOM: %w", p.Arch, err)
+		}
+	}
+	if err := tarball.WriteToFile(filepath.Join(o.Out, "kollect.tar"), tag, images[0]); err != nil {
+		return "", err
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	return tag.String() + "@" + d.String(), nil
+}
+
+// image is one platform's image: the binary on an empty base.
+func image(o Options, p Platform) (v1.Image, error) {
+	bin, err := os.ReadFile(p.Binary)
+	if err != nil {
+		return nil, err
 	}
 	fs, err := rootfs(bin, o.Created)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(fs)), nil })
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	img = mutate.MediaType(img, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg := cf.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", o.Arch
+	cfg.OS, cfg.Architecture = "linux", p.Arch
 	cfg.Created = v1.Time{Time: o.Created}
 	cfg.Config.User = fmt.Sprintf("%d:%d", uid, uid)
 	cfg.Config.Entrypoint = []string{"/kollect"}
@@ -102,35 +196,55 @@ func Build(o Options) (string, error) {
 		"org.opencontainers.image.source":   o.Source,
 		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		return "", err
-	}
-	tag, err := name.NewTag(o.Repository + ":" + o.Version)
+	return mutate.ConfigFile(img, cfg)
+}
+
+// attachSBOM writes the SBOM at path into the layout as an OCI 1.1
+// artifact whose subject is img (registries list it among img's
+// referrers), and lists it in the layout's index.
+func attachSBOM(lp layout.Path, img v1.Image, path string) error {
+	sbom, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return "", err
-	}
-	oci := filepath.Join(o.Out, "oci")
-	if err := os.RemoveAll(oci); err != nil {
-		return "", err
-	}
-	p, err := layout.Write(oci, empty.Index)
+	subject, err := partial.Descriptor(img)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.String()})); err != nil {
-		return "", err
+	emptyCfg := []byte("{}")
+	blob := func(b []byte) (v1.Hash, error) {
+		h, _, err := v1.SHA256(bytes.NewReader(b))
+		if err != nil {
+			return h, err
+		}
+		return h, lp.WriteBlob(h, io.NopCloser(bytes.NewReader(b)))
 	}
-	if err := tarball.WriteToFile(filepath.Join(o.Out, "kollect.tar"), tag, img); err != nil {
-		return "", err
-	}
-	d, err := img.Digest()
+	cfgHash, err := blob(emptyCfg)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return tag.String() + "@" + d.String(), nil
+	sbomHash, err := blob(sbom)
+	if err != nil {
+		return err
+	}
+	m := map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     string(types.OCIManifestSchema1),
+		"artifactType":  sbomType,
+		"config":        map[string]any{"mediaType": emptyType, "digest": cfgHash.String(), "size": len(emptyCfg), "data": "e30="},
+		"layers":        []any{map[string]any{"mediaType": sbomType, "digest": sbomHash.String(), "size": len(sbom)}},
+		"subject":       map[string]any{"mediaType": string(subject.MediaType), "digest": subject.Digest.String(), "size": subject.Size},
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	h, err := blob(raw)
+	if err != nil {
+		return err
+	}
+	return lp.AppendDescriptor(v1.Descriptor{MediaType: types.OCIManifestSchema1, ArtifactType: sbomType, Digest: h, Size: int64(len(raw)),
+		Annotations: map[string]string{"org.opencontainers.image.description": "CycloneDX SBOM of the kollect binary"}})
 }
 
 // rootfs is the image's one layer: the binary (also as /manager and

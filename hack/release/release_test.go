@@ -52,7 +52,7 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}
-	want := []string{"SHA256SUMS", "SHA256SUMS.sig", "install.yaml", "kollect-9.9.9-test.tgz", bin, bin + ".cdx.json"}
+	want := []string{"SHA256SUMS", "SHA256SUMS.sig", "chart-oci", "chart.ref", "image", "image.ref", "install.yaml", "kollect-9.9.9-test.tgz", bin, bin + ".cdx.json"}
 	if !slices.Equal(files, want) {
 		t.Fatalf("artifacts %v, want %v", files, want)
 	}
@@ -82,7 +82,7 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 	if err := verify(); err != nil {
 		t.Fatalf("the signature does not verify: %v", err)
 	}
-	if log, err := run(t, out, nil, "sha256sum", "-c", "SHA256SUMS"); err != nil || strings.Count(log, ": OK") != 4 {
+	if log, err := run(t, out, nil, "sha256sum", "-c", "SHA256SUMS"); err != nil || strings.Count(log, ": OK") != 6 {
 		t.Fatalf("sha256sum -c: %v\n%s", err, log)
 	}
 
@@ -137,6 +137,26 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 	manifest, _ := os.ReadFile(filepath.Join(out, "install.yaml"))
 	if !strings.Contains(string(manifest), "image: ghcr.io/kollect-dev/kollect:"+version) || !strings.Contains(string(manifest), "kind: CustomResourceDefinition") {
 		t.Error("install.yaml does not run the version's image or lacks the CRDs")
+	}
+
+	// The signed .ref files pin the OCI layouts: each names, by digest,
+	// what its layout's index holds (hack/image tests the layouts).
+	for _, l := range []struct{ ref, dir, prefix string }{
+		{"image.ref", "image/oci", "ghcr.io/kollect-dev/kollect:" + version + "@sha256:"},
+		{"chart.ref", "chart-oci", "kollect:9.9.9-test@sha256:"},
+	} {
+		ref, _ := os.ReadFile(filepath.Join(out, l.ref))
+		var index struct {
+			Manifests []struct{ Digest string }
+		}
+		raw, _ := os.ReadFile(filepath.Join(out, l.dir, "index.json"))
+		if err := json.Unmarshal(raw, &index); err != nil || len(index.Manifests) == 0 {
+			t.Fatalf("%s/index.json: %v %s", l.dir, err, raw)
+		}
+		got := strings.TrimSpace(string(ref))
+		if !strings.HasPrefix(got, l.prefix) || !strings.HasSuffix(got, "@"+index.Manifests[0].Digest) {
+			t.Errorf("%s is %q; %s/index.json names %s first", l.ref, got, l.dir, index.Manifests[0].Digest)
+		}
 	}
 
 	// A changed artifact, or a changed checksum list, is caught.
