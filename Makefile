@@ -155,12 +155,12 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
-conformance: envtest-assets test-deps
+conformance: envtest-assets test-deps helm
 	@if [ ! -d "$(CONFORMANCE_DIR)/samples" ]; then \
 		echo "conformance corpus not found at $(CONFORMANCE_DIR): set CONFORMANCE_DIR to the upstream corpus (a folder with samples/ and examples/)"; \
 		exit 1; \
 	fi
-	CONFORMANCE_DIR=$(CONFORMANCE_DIR) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
+	CONFORMANCE_DIR=$(CONFORMANCE_DIR) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) \
 		$(GO) test -tags conformance $(GO_TEST_FLAGS) ./pipeline/harness/conformance/...
 
 ## demo: the main job on a local control plane; DEMO_KEEP=1 keeps it running.

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -64,6 +65,35 @@ func startDemo(t *testing.T, managerArgs ...string) *demo {
 	if out, err := git("", "init", "--bare", "-b", "main", bare); err != nil {
 		t.Fatal(out)
 	}
+	// The sample's target lives in default and reads demo: under the
+	// closed default (a target reads its own namespace) the platform grants
+	// it, as docs/security.md says an upgrading install does.
+	if err := c.Create(ctx, &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "platform-grants"},
+		Spec: kollectv1alpha1.KollectScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{AllowedNamespaces: []string{"default", "demo"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	heroDemo(t, c, bare, func(doc *unstructured.Unstructured) error {
+		return c.Patch(ctx, doc, client.Apply, client.ForceOwnership, client.FieldOwner("conformance"))
+	})
+	mgr, err := demoEnv.StartManager(managerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := mgr.Stop(); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return &demo{c: c, bare: bare}
+}
+
+// heroDemo sets up samples/demo/git-only on c: its namespace, the Secret
+// and Deployments it expects, and its four sample files, written with
+// write unchanged but for the sink's endpoint (the local remote bare). It
+// returns the samples as written.
+func heroDemo(t *testing.T, c client.Client, bare string, write func(*unstructured.Unstructured) error) []*unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +107,7 @@ func startDemo(t *testing.T, managerArgs ...string) *demo {
 			t.Fatal(err)
 		}
 	}
-	// The sample's target lives in default and reads demo: under the
-	// closed default (a target reads its own namespace) the platform grants
-	// it, as docs/security.md says an upgrading install does.
-	if err := c.Create(ctx, &kollectv1alpha1.KollectScope{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "platform-grants"},
-		Spec: kollectv1alpha1.KollectScopeSpec{ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{AllowedNamespaces: []string{"default", "demo"}}}}); err != nil {
-		t.Fatal(err)
-	}
+	var written []*unstructured.Unstructured
 	for _, f := range []string{"profile.yaml", "target.yaml", "sink.yaml", "inventory.yaml"} {
 		docs, err := readDocs(filepath.Join(corpusDir, "samples/demo/git-only", f))
 		if err != nil {
@@ -93,21 +117,13 @@ func startDemo(t *testing.T, managerArgs ...string) *demo {
 			if doc.GetKind() == "KollectSnapshotSink" {
 				doc.Object["spec"].(map[string]any)["endpoint"] = "file://" + bare
 			}
-			if err := c.Patch(ctx, doc, client.Apply, client.ForceOwnership, client.FieldOwner("conformance")); err != nil {
+			if err := write(doc); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
+			written = append(written, doc.DeepCopy())
 		}
 	}
-	mgr, err := demoEnv.StartManager(managerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := mgr.Stop(); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return &demo{c: c, bare: bare}
+	return written
 }
 
 func (d *demo) files() string {
