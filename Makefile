@@ -120,7 +120,7 @@ image:
 
 ## release: binaries for linux/amd64 and linux/arm64, a CycloneDX SBOM
 ## each, the image index with the SBOMs attached and the chart as OCI
-## layouts, the chart, install.yaml, SHA256SUMS and its signature with the
+## layouts, an OLM bundle, the chart, install.yaml, SHA256SUMS and its signature with the
 ## OpenSSH key in RELEASE_SIGNING_KEY (README: verifying a release).
 release: helm
 	HELM=$(CURDIR)/$(HELM) bash hack/release.sh bin/release $(VERSION)

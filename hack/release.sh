@@ -12,6 +12,8 @@
 #                                        layout, and its reference@digest
 #   chart-oci, chart.ref                 the chart as the OCI artifact helm
 #                                        push makes, and its reference@digest
+#   kollect-VERSION-olm-bundle.tar.gz    an OLM bundle (registry+v1: the CSV,
+#                                        the CRDs, metadata/annotations.yaml)
 #   SHA256SUMS, SHA256SUMS.sig           checksums of the files above (the
 #                                        .ref files pin the layouts' digests), and
 #                                        their signature with the OpenSSH key
@@ -35,7 +37,7 @@ fi
 command -v ssh-keygen >/dev/null || { echo "release: ssh-keygen is missing (Debian: openssh-client; make test-deps installs it)" >&2; exit 1; }
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-rm -rf "$out"/kollect-* "$out"/install.yaml "$out"/SHA256SUMS "$out"/SHA256SUMS.sig "$out"/image "$out"/image.ref "$out"/chart-oci "$out"/chart.ref
+rm -rf "$out"/bundle "$out"/kollect-* "$out"/install.yaml "$out"/SHA256SUMS "$out"/SHA256SUMS.sig "$out"/image "$out"/image.ref "$out"/chart-oci "$out"/chart.ref
 
 # A chart version must be SemVer: a tag v1.2.3 gives 1.2.3, anything else
 # (a commit) 0.0.0-<it>.
@@ -60,6 +62,13 @@ rm -f "$out/image/kollect.tar" # docker load takes one platform: make image writ
 
 "$helm" package deploy/helm/kollect --version "$chart_version" --app-version "$version" -d "$out" >/dev/null
 go -C hack/image run . -chart "$out/kollect-$chart_version.tgz" -helm "$(cd "$(dirname "$helm")" && pwd)/$(basename "$helm")" -out "$out" | sed -n 's/^chart //p' >"$out/chart.ref"
+# The OLM bundle, from the chart rendered for this version's image.
+rendered="$(mktemp)"
+"$helm" template kollect deploy/helm/kollect --namespace kollect-system --include-crds --set "image.tag=$version" >"$rendered"
+go -C hack/image run . -bundle "$rendered" -version "$version" -image "${IMAGE_REPOSITORY:-ghcr.io/kollect-dev/kollect}:$version" -out "$out" >/dev/null
+rm -f "$rendered"
+tar -C "$out" -czf "$out/kollect-$version-olm-bundle.tar.gz" bundle
+rm -rf "$out/bundle"
 {
 	echo "# Kollect $version: kubectl apply --server-side -f install.yaml"
 	printf -- "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: kollect-system\n"

@@ -84,7 +84,18 @@ func main() {
 	flag.StringVar(&o.Out, "out", "bin/image", "Output folder.")
 	chart := flag.String("chart", "", "Instead of the image: a packaged chart (.tgz) to write as an OCI artifact in OUT/chart-oci, as helm push makes it.")
 	helm := flag.String("helm", "helm", "The helm binary (-chart).")
+	bundle := flag.String("bundle", "", "Instead of the image: the chart rendered with its CRDs (helm template --include-crds), to write as an OLM bundle in OUT/bundle for -version, running -image.")
+	image := flag.String("image", "", "The image reference the OLM bundle's CSV names (-bundle).")
 	flag.Parse()
+	if *bundle != "" {
+		dir, err := Bundle(*bundle, o.Version, *image, o.Out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("bundle %s\n", dir)
+		return
+	}
 	if *chart != "" {
 		ref, err := Chart(*helm, *chart, o.Out)
 		if err != nil {

@@ -52,7 +52,7 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}
-	want := []string{"SHA256SUMS", "SHA256SUMS.sig", "chart-oci", "chart.ref", "image", "image.ref", "install.yaml", "kollect-9.9.9-test.tgz", bin, bin + ".cdx.json"}
+	want := []string{"SHA256SUMS", "SHA256SUMS.sig", "chart-oci", "chart.ref", "image", "image.ref", "install.yaml", "kollect-9.9.9-test.tgz", bin, bin + ".cdx.json", "kollect-" + version + "-olm-bundle.tar.gz"}
 	if !slices.Equal(files, want) {
 		t.Fatalf("artifacts %v, want %v", files, want)
 	}
@@ -82,7 +82,7 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 	if err := verify(); err != nil {
 		t.Fatalf("the signature does not verify: %v", err)
 	}
-	if log, err := run(t, out, nil, "sha256sum", "-c", "SHA256SUMS"); err != nil || strings.Count(log, ": OK") != 6 {
+	if log, err := run(t, out, nil, "sha256sum", "-c", "SHA256SUMS"); err != nil || strings.Count(log, ": OK") != 7 {
 		t.Fatalf("sha256sum -c: %v\n%s", err, log)
 	}
 
@@ -157,6 +157,14 @@ func TestAReleaseAsAUserChecksIt(t *testing.T) {
 		if !strings.HasPrefix(got, l.prefix) || !strings.HasSuffix(got, "@"+index.Manifests[0].Digest) {
 			t.Errorf("%s is %q; %s/index.json names %s first", l.ref, got, l.dir, index.Manifests[0].Digest)
 		}
+	}
+
+	// The OLM bundle holds the CSV, its CRDs and the bundle's annotations
+	// (hack/image validates a bundle as operator-sdk does).
+	if log, err := run(t, out, nil, "tar", "-tzf", "kollect-"+version+"-olm-bundle.tar.gz"); err != nil ||
+		!strings.Contains(log, "bundle/manifests/kollect.clusterserviceversion.yaml") || !strings.Contains(log, "bundle/metadata/annotations.yaml") ||
+		strings.Count(log, "bundle/manifests/kollect.dev_") != 11 {
+		t.Errorf("the OLM bundle: %v\n%s", err, log)
 	}
 
 	// A changed artifact, or a changed checksum list, is caught.
