@@ -141,7 +141,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: deploymentGVK, Selection: &selection.Target{}, Extractor: ex}}})
 	inv := sys.Root.Spawn(inventory.Props(nil, metrics, "load", nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "load"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", Backend: rec}}}})
+		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", BackendID: "engine", Backend: rec}}}})
 
 	stopProfile := func() {}
 	if o.CPUProfile != nil {

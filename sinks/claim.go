@@ -74,6 +74,13 @@ func Claimed(b Backend, c Claims, writer, adopt string) Backend {
 	return &claimed{b: b, c: c, writer: writer, adopt: adopt}
 }
 
+var (
+	_ Prober     = (*claimed)(nil)
+	_ Closer     = (*claimed)(nil)
+	_ PartWanter = (*claimed)(nil)
+	_ Keeper     = (*claimed)(nil)
+)
+
 type claimed struct {
 	b             Backend
 	c             Claims
@@ -108,7 +115,7 @@ func (c *claimed) Export(ctx context.Context, d *rows.Delta) (Ack, error) {
 // Probe tests the wrapped backend's connection; a backend without a probe
 // says so, as it would unwrapped.
 func (c *claimed) Probe(ctx context.Context) error {
-	if p, ok := c.b.(interface{ Probe(context.Context) error }); ok {
+	if p, ok := c.b.(Prober); ok {
 		return p.Probe(ctx)
 	}
 	return errors.New("this backend has no connection test")
@@ -116,7 +123,7 @@ func (c *claimed) Probe(ctx context.Context) error {
 
 // Close releases the wrapped backend's connections.
 func (c *claimed) Close() {
-	if cl, ok := c.b.(interface{ Close() }); ok {
+	if cl, ok := c.b.(Closer); ok {
 		cl.Close()
 	}
 }
@@ -126,7 +133,7 @@ func (c *claimed) KeepsTargets() bool { return KeepsTargets(c.b) }
 
 // WantsParts asks the wrapped backend; one that does not say takes parts.
 func (c *claimed) WantsParts(snap *rows.Snapshot) bool {
-	if pw, ok := c.b.(interface{ WantsParts(*rows.Snapshot) bool }); ok {
+	if pw, ok := c.b.(PartWanter); ok {
 		return pw.WantsParts(snap)
 	}
 	return true

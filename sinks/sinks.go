@@ -52,6 +52,29 @@ type Backend interface {
 	Export(ctx context.Context, d *rows.Delta) (Ack, error)
 }
 
+// The optional capabilities of a Backend. Each backend package asserts
+// the ones it has (var _ sinks.Prober = (*Sink)(nil)), and callers ask
+// through these names only, so a capability renamed in one place fails
+// to compile instead of silently going missing.
+
+// Prober is a backend that can test its connection without writing: the
+// probe behind a sink's ConnectionVerified condition.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
+// Closer is a backend holding connections (or a shared client's
+// reference) that it releases when it is replaced or its inventory goes.
+type Closer interface {
+	Close()
+}
+
+// PartWanter is a backend that says whether the export of snap depends
+// on its parts (see Whole); one that does not say takes parts.
+type PartWanter interface {
+	WantsParts(snap *rows.Snapshot) bool
+}
+
 // Keeper is a backend that can export a partial snapshot
 // (rows.Snapshot.Keep): it writes the snapshot's rows and leaves the rows
 // it holds of the kept targets as they are. A backend that cannot tell a
@@ -96,7 +119,7 @@ func (w whole) WantsParts(snap *rows.Snapshot) bool {
 	if _, ok := w.s.(Parted); !ok {
 		return false
 	}
-	if pw, ok := w.s.(interface{ WantsParts(*rows.Snapshot) bool }); ok {
+	if pw, ok := w.s.(PartWanter); ok {
 		return pw.WantsParts(snap)
 	}
 	return true

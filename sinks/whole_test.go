@@ -34,7 +34,7 @@ func TestWholeWantsPartsOnlyForABackendThatWritesThem(t *testing.T) {
 		s    sinks.Snapshot
 		want bool
 	}{{"takes no parts", plainSnapshot{}, false}, {"takes parts", partedSnapshot{}, true}, {"writes a file per row", treeSnapshot{}, false}} {
-		b, ok := sinks.Whole(tc.s).(interface{ WantsParts(*rows.Snapshot) bool })
+		b, ok := sinks.Whole(tc.s).(sinks.PartWanter)
 		if !ok {
 			t.Fatal("Whole does not say whether it wants parts")
 		}

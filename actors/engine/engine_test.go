@@ -148,7 +148,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:default/demo-inventory", Kind: "KollectInventory", ID: rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
-		Bindings: []sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", Backend: sinks.Whole(backend)}}})
+		Bindings: []sink.Config{{Inventory: "default/demo-inventory", Key: "snapshot/git", Type: "git", BackendID: "engine_test", Backend: sinks.Whole(backend)}}})
 
 	files := func() (string, error) { return gitOut(t, bare, "ls-tree", "-r", "--name-only", "main") }
 	wantFiles := func(want ...string) func() error {

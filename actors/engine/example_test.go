@@ -58,7 +58,7 @@ func Example() {
 	exports := make(printed, 10)
 	_ = eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:example/colours", Kind: "KollectInventory",
 		ID:       rows.Identity{Namespace: "example", Name: "colours", Generation: 1},
-		Bindings: []sink.Config{{Inventory: "example/colours", Key: "snapshot/print", Type: "print", Backend: sinks.Whole(exports)}},
+		Bindings: []sink.Config{{Inventory: "example/colours", Key: "snapshot/print", Type: "print", BackendID: "example_test", Backend: sinks.Whole(exports)}},
 		Expect:   []messages.TargetRef{ref}})
 
 	// The first export holds every object the target listed.

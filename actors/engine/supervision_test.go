@@ -63,7 +63,7 @@ func supervisedEngine(t *testing.T, rep engine.Reporter) *engine.Engine {
 
 func spec(name string, backend sinks.Backend) engine.InventorySpec {
 	return engine.InventorySpec{Key: "KollectInventory:sup/" + name, Kind: "KollectInventory", ID: rows.Identity{Namespace: "sup", Name: name, Generation: 1},
-		Bindings: []sink.Config{{Inventory: "sup/" + name, Key: "event/x", Type: "x", Backend: backend}}}
+		Bindings: []sink.Config{{Inventory: "sup/" + name, Key: "event/x", Type: "x", BackendID: "supervision_test", Backend: backend}}}
 }
 
 // An inventory actor that crashes once is restarted by its guardian and

@@ -61,7 +61,7 @@ func TestAnExportWaitsForTheEndOfABurst(t *testing.T) {
 	inv := sys.Root.Spawn(inventory.Props(nil, nil, "burst", nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "inv"},
 		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: 10 * time.Millisecond,
-		Bindings: []sink.Config{{Inventory: "default/inv", Key: "event/rec", Type: "rec", Backend: rec}}}})
+		Bindings: []sink.Config{{Inventory: "default/inv", Key: "event/rec", Type: "rec", BackendID: "burst_test", Backend: rec}}}})
 	origin := &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}
 	row := func(i int) *rows.Row {
 		r, err := rows.New(rows.Row{Origin: origin, Namespace: "ns", Name: fmt.Sprintf("cm-%d", i), UID: fmt.Sprint(i)}, nil)

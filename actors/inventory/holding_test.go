@@ -107,7 +107,7 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
-			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/rec", Type: "rec", Backend: rec}}}})
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/rec", Type: "rec", BackendID: "holding_test", Backend: rec}}}})
 	}
 	row := func(from messages.TargetRef, name string) *rows.Row {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "team", TargetName: from.Name, Version: "v1", Kind: "ConfigMap"}, Namespace: "team", Name: name, UID: name}, nil)
@@ -162,8 +162,8 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
-			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: db},
-				{Inventory: "team/inv", Key: "snapshot/doc", Type: "doc", Backend: doc}}}})
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "db", Backend: db},
+				{Inventory: "team/inv", Key: "snapshot/doc", Type: "doc", BackendID: "doc", Backend: doc}}}})
 	}
 	row := func(from messages.TargetRef, name string) *rows.Row {
 		r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "team", TargetName: from.Name, Version: "v1", Kind: "ConfigMap"}, Namespace: "team", Name: name, UID: name}, nil)
@@ -233,7 +233,7 @@ func TestAStartedInventorySettlesForAGrace(t *testing.T) {
 	inv := sys.Root.Spawn(inventory.Props(reports, nil, "settling", nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 		Targets: []inventory.Target{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
-		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
 	if rep := reports.await(t, "a report while the target lists", func(r inventory.Report) bool { return len(r.Waiting) == 1 }); !rep.Settling {
 		t.Fatalf("the first report does not say it is settling: %+v", rep)
 	}
@@ -253,7 +253,7 @@ func TestATargetThatJoinsIsNotSettling(t *testing.T) {
 	configure := func(targets ...inventory.Target) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
-			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
 	}
 	configure(inventory.Target{Ref: a, PID: pa})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true})
@@ -276,7 +276,7 @@ func TestARefusedTargetIsNotSettling(t *testing.T) {
 	configure := func(refused ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Missing: []messages.TargetRef{broken}, Refused: refused, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
-			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", Backend: &keeper{}}}}})
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
 	}
 	wait := func(settling bool) {
 		t.Helper()

@@ -340,9 +340,11 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	}
 }
 
-// sameBinding reports whether a running binding can keep its actor.
+// sameBinding reports whether a running binding can keep its actor: the
+// same backend (by id; a binding without one is replaced every time, as
+// backends are never compared) with the same settings.
 func sameBinding(a, b sink.Config) bool {
-	return a.Backend == b.Backend && a.Interval == b.Interval && a.Type == b.Type && a.MaxBytes == b.MaxBytes && a.Partitioned == b.Partitioned
+	return a.BackendID != "" && a.BackendID == b.BackendID && a.Interval == b.Interval && a.Type == b.Type && a.MaxBytes == b.MaxBytes && a.Partitioned == b.Partitioned
 }
 
 const (

@@ -32,12 +32,12 @@ func TestAReplacedBindingIsOfferedTheCurrentRows(t *testing.T) {
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "replaced", nil))
-	configure := func(b sinks.Backend) {
+	configure := func(id string, b sinks.Backend) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: []inventory.Target{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
-			Bindings: []sink.Config{{Inventory: "team/inv", Key: "snapshot/store", Type: "rec", Backend: b}}}})
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "snapshot/store", Type: "rec", BackendID: id, Backend: b}}}})
 	}
-	configure(failing{})
+	configure("failing", failing{})
 	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "team", TargetName: "a", Version: "v1", Kind: "ConfigMap"}, Namespace: "team", Name: "a1", UID: "a1"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +46,53 @@ func TestAReplacedBindingIsOfferedTheCurrentRows(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the first binding tries, and fails
 
 	rec := &deltas{}
-	configure(rec) // the sink edited: a new backend, no change to the rows
+	configure("rec", rec) // the sink edited: a new backend, no change to the rows
 	if got := rec.wait(t, 1)[0]; !slices.Equal(got.next, []string{"a1"}) {
 		t.Fatalf("the new binding's first export holds %v", got.next)
+	}
+}
+
+// byValue is a backend held by value with a map inside: comparing two of
+// them panics, so the engine must tell backends apart by their ids.
+type byValue struct {
+	d    *deltas
+	tags map[string]string
+}
+
+func (b byValue) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
+	return b.d.Export(ctx, d)
+}
+
+// A binding keeps its actor while its backend's id stands, whatever the
+// backend holds, and is replaced (offered the rows again) when the id
+// changes.
+func TestABindingIsKeptByItsBackendsID(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "by-id", nil))
+	rec := &deltas{}
+	configure := func(id string) {
+		b := byValue{d: rec, tags: map[string]string{"id": id}}
+		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
+			Targets: []inventory.Target{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
+			Bindings: []sink.Config{{Inventory: "team/inv", Key: "snapshot/store", Type: "rec", BackendID: id, Backend: b}}}})
+	}
+	configure("1")
+	r, err := rows.New(rows.Row{Origin: &rows.Origin{TargetNamespace: "team", TargetName: "a", Version: "v1", Kind: "ConfigMap"}, Namespace: "team", Name: "a1", UID: "a1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.Root.Send(inv, &messages.RowsChanged{Target: ref, Replace: true, Upserts: []*rows.Row{r}})
+	rec.wait(t, 1)
+	configure("1") // the same backend again: nothing to export
+	time.Sleep(300 * time.Millisecond)
+	if n := rec.count(); n != 1 {
+		t.Fatalf("the binding was replaced though its backend's id stood: %d exports", n)
+	}
+	configure("2") // rebuilt: the new binding is offered the rows
+	if got := rec.wait(t, 2)[1]; !slices.Equal(got.next, []string{"a1"}) {
+		t.Fatalf("the replacing binding's first export holds %v", got.next)
 	}
 }

@@ -26,6 +26,10 @@ type Config struct {
 	Key       string // <family>/<sink name>
 	Type      string // backend type, for metrics
 	Backend   sinks.Backend
+	// BackendID tells Backend apart from every other backend built: the
+	// binding keeps its actor while it stands (backends are never
+	// compared).
+	BackendID string
 	// Interval re-exports an unchanged snapshot once it has elapsed (0:
 	// never).
 	Interval time.Duration

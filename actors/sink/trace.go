@@ -47,12 +47,6 @@ func tracedExport(ctx context.Context, cfg Config, links []trace.Link, backend s
 	return ack, err
 }
 
-// partsWanter is a backend that says whether an export of snap depends on
-// its parts (sinks.Whole).
-type partsWanter interface {
-	WantsParts(snap *rows.Snapshot) bool
-}
-
 // ceiling applies the binding's size ceiling. A row whose envelope alone
 // exceeds it is set aside, as a backend's row-level refusals are: the
 // export carries the others, and the row is reported rejected (and tried
@@ -71,7 +65,7 @@ func ceiling(cfg Config, d *rows.Delta) ([]sinks.Rejection, error) {
 	}
 	aside := setAside(d, d.Next.Oversized(written, cfg.MaxBytes))
 	split := cfg.Partitioned
-	if pw, ok := cfg.Backend.(partsWanter); ok && split {
+	if pw, ok := cfg.Backend.(sinks.PartWanter); ok && split {
 		split = pw.WantsParts(d.Next)
 	}
 	if split {

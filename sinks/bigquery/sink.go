@@ -62,7 +62,13 @@ type Sink struct {
 	release func()
 }
 
-var _ sinks.Backend = (*Sink)(nil)
+// Sink is a Backend with these optional capabilities.
+var (
+	_ sinks.Backend = (*Sink)(nil)
+	_ sinks.Prober  = (*Sink)(nil)
+	_ sinks.Closer  = (*Sink)(nil)
+	_ sinks.Keeper  = (*Sink)(nil)
+)
 
 // Scope is the OAuth scope the sink's credentials are used with.
 const Scope = bigquery.Scope

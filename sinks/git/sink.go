@@ -67,6 +67,13 @@ type Config struct {
 	Clients *sinks.Clients
 }
 
+// The optional capabilities this backend has.
+var (
+	_ sinks.Closer     = (*Sink)(nil)
+	_ sinks.PartWanter = (*Sink)(nil)
+	_ sinks.Keeper     = (*Sink)(nil)
+)
+
 // Sink exports snapshots to one branch of one remote.
 type Sink struct {
 	cfg     Config

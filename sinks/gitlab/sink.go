@@ -186,7 +186,12 @@ func (s *Sink) ExportParts(ctx context.Context, snap *rows.Snapshot, parts []*ro
 	return ack, err
 }
 
-var _ sinks.Parted = (*Sink)(nil)
+// Sink is a Parted Snapshot with these optional capabilities.
+var (
+	_ sinks.Parted = (*Sink)(nil)
+	_ sinks.Prober = (*Sink)(nil)
+	_ sinks.Keeper = (*Sink)(nil)
+)
 
 func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Part, relist bool) (sinks.Ack, error) {
 	id := snap.Inventory

@@ -76,7 +76,13 @@ type Sink struct {
 	replayed bool
 }
 
-var _ sinks.Backend = (*Sink)(nil)
+// Sink is a Backend with these optional capabilities.
+var (
+	_ sinks.Backend = (*Sink)(nil)
+	_ sinks.Prober  = (*Sink)(nil)
+	_ sinks.Closer  = (*Sink)(nil)
+	_ sinks.Keeper  = (*Sink)(nil)
+)
 
 // New validates cfg; nothing is dialled until the first export or probe.
 func New(cfg Config) (*Sink, error) {

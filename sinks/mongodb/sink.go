@@ -75,7 +75,13 @@ type held struct {
 // pair is a document's key inside its scope.
 type pair struct{ target, uid string }
 
-var _ sinks.Backend = (*Sink)(nil)
+// Sink is a Backend with these optional capabilities.
+var (
+	_ sinks.Backend = (*Sink)(nil)
+	_ sinks.Prober  = (*Sink)(nil)
+	_ sinks.Closer  = (*Sink)(nil)
+	_ sinks.Keeper  = (*Sink)(nil)
+)
 
 // New validates cfg and prepares a client; nothing is dialled until the
 // first export or probe.

@@ -65,6 +65,13 @@ type Config struct {
 	Parallel int
 }
 
+// The optional capabilities this backend has.
+var (
+	_ sinks.Prober = (*Store)(nil)
+	_ sinks.Closer = (*Store)(nil)
+	_ sinks.Keeper = (*Store)(nil)
+)
+
 // Store is an object-store snapshot backend.
 type Store struct {
 	cfg Config

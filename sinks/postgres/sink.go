@@ -67,7 +67,13 @@ type Sink struct {
 	writersReady int
 }
 
-var _ sinks.Backend = (*Sink)(nil)
+// Sink is a Backend with these optional capabilities.
+var (
+	_ sinks.Backend = (*Sink)(nil)
+	_ sinks.Prober  = (*Sink)(nil)
+	_ sinks.Closer  = (*Sink)(nil)
+	_ sinks.Keeper  = (*Sink)(nil)
+)
 
 // New validates cfg and prepares a connection pool; nothing is dialled
 // until the first export or probe.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/controlplane/backends"
 	"kollect.dev/kollect/pipeline/controlplane/scope"
 	"kollect.dev/kollect/pipeline/model/endpoint"
 )
@@ -28,6 +29,9 @@ type Options struct {
 	// all); otherwise a target may list only its own namespace unless a
 	// KollectScope of its namespace lists more.
 	AllNamespaces bool
+	// Backends are the sink types whose own checks run (nil: this build's,
+	// backends.Types()).
+	Backends []backends.Type
 
 	// policyOnly leaves out what the offline validator checks itself
 	// (expressions and references that compile, reference shapes).

@@ -66,109 +66,48 @@ func (o Options) endpoint(field, raw string) []string {
 	return nil
 }
 
-// snapshotSink: endpoint guard (bucket URIs carry no host), warnings.
+// snapshotSink: endpoint guard (bucket URIs carry no host), warnings,
+// and the checks of the sink's type.
 func snapshotSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	if ep := s.Spec.Endpoint; strings.Contains(ep, "://") && !strings.HasPrefix(ep, "s3://") && !strings.HasPrefix(ep, "gs://") && !strings.HasPrefix(ep, "azblob://") {
 		problems = append(problems, o.endpoint("spec.endpoint", ep)...) // a bucket URI or a bare bucket carries no host
-	}
-	if g := s.Spec.Git; g != nil {
-		problems = append(problems, o.endpoint("spec.git.endpoint", g.Endpoint)...)
-		if g.PushPolicy == "ForcePush" {
-			warnings = append(warnings, "spec.git.pushPolicy ForcePush rewrites the branch's history on every export")
-		}
-		if g.Engine == "cli" {
-			warnings = append(warnings, "spec.git.engine cli: Kollect fetches and pushes with go-git, whatever the engine (its image has no git binary, "+
-				"as upstream's distroless image had none); the commits and the branch are the same")
-		}
 	}
 	if ep := s.Spec.Endpoint; strings.HasPrefix(strings.ToLower(ep), "http://") && git.CredentialsRef(&s.Spec) != nil &&
 		!strings.EqualFold(s.Annotations[git.AllowPlainHTTPCredentials], "true") {
 		warnings = append(warnings, fmt.Sprintf("spec.endpoint is plain http:// and the sink has credentials: exports will refuse to send them "+
 			"unless the sink is annotated %s: \"true\" (development servers only)", git.AllowPlainHTTPCredentials))
 	}
-	typ := s.Spec.Type
-	if typ == "s3" || typ == "gcs" || typ == "azureblob" {
-		w, p := objectStoreSink(s)
-		warnings, problems = append(warnings, w...), append(problems, p...)
-	}
-	if typ == "" || typ == "git" || typ == "gitlab" {
-		format := ""
-		if s.Spec.Serialization != nil {
-			format = s.Spec.Serialization.Format
-		}
-		if format == "" {
-			warnings = append(warnings, "git sinks write YAML unless spec.serialization.format says otherwise")
-		}
-		if strings.HasSuffix(s.Spec.PathTemplate, ".json") && format != "json" {
-			warnings = append(warnings, "spec.pathTemplate ends in .json but the documents are not JSON")
-		}
-		if l := s.Spec.Layout; l != nil && (l.Mode == "perResource" || l.Mode == "split") {
-			warnings = append(warnings, fmt.Sprintf("spec.layout.mode %s: files of objects that are gone are pruned", l.Mode))
-		}
-	}
-	return warnings, problems
+	return o.typed(s, warnings, problems)
 }
 
-// objectStoreSink: what an object store can write (upstream's formats,
-// with CSV and compression implemented here), and a warning for fleets.
-func objectStoreSink(s *kollectv1alpha1.KollectSnapshotSink) (warnings, problems []string) {
-	format, compression := "", ""
-	if st := s.Spec.Serialization; st != nil {
-		format, compression = st.Format, st.Compression
-	}
-	if store := s.Spec.ObjectStore; store != nil && store.Format == "parquet" {
-		format = "parquet"
-	}
-	if format == "yaml" {
-		problems = append(problems, "spec.serialization.format yaml: object stores write json (the default), ndjson, csv or parquet")
-	}
-	if compression == "snappy" && format != "parquet" {
-		problems = append(problems, "spec.serialization.compression snappy applies to Parquet only: use gzip or zstd, or format parquet")
-	}
-	if l := s.Spec.Layout; l != nil && (l.Mode == "perResource" || l.Mode == "split") {
-		warnings = append(warnings, fmt.Sprintf("spec.layout.mode %s: objects of rows that are gone are deleted", l.Mode))
-	}
-	tmpl := s.Spec.PathTemplate
-	if l := s.Spec.Layout; l != nil && l.PathTemplate != "" {
-		tmpl = l.PathTemplate
-	}
-	if s.Spec.Cluster != "" && format != "parquet" && !strings.Contains(tmpl, "{cluster}") {
-		warnings = append(warnings, "spec.cluster is set but the object path has no {cluster}: clusters sharing this bucket would write the same objects; "+
-			"add {cluster} to spec.pathTemplate")
-	}
-	return warnings, problems
+// typed adds the checks of the sink's own type (backends.Type.Admit).
+func (o Options) typed(sink client.Object, warnings, problems []string) ([]string, []string) {
+	w, p := backends.Admit(o.backends(), sink, o.endpoint)
+	return append(warnings, w...), append(problems, p...)
 }
 
-// databaseSink: endpoint guard, warnings.
+// backends are the sink types admission knows: Backends, or this build's.
+func (o Options) backends() []backends.Type {
+	if o.Backends != nil {
+		return o.Backends
+	}
+	return backends.Types()
+}
+
+// databaseSink: endpoint guard, warnings, and the checks of its type.
 func databaseSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectDatabaseSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
-	ep := strings.ToLower(s.Spec.Endpoint)
-	switch {
-	case ep == "":
-	case s.Spec.Type != "bigquery":
-		warnings = append(warnings, fmt.Sprintf("spec.endpoint is not used by %s sinks: the server's address is in the Secret's connection string", s.Spec.Type))
-	case strings.HasPrefix(ep, "http://") && !strings.EqualFold(s.Annotations[git.AllowPlainHTTPCredentials], "true"):
-		warnings = append(warnings, fmt.Sprintf("spec.endpoint is plain http://: BigQuery requests carry an access token, so exports will refuse it "+
-			"unless the sink is annotated %s: \"true\" (emulators only)", git.AllowPlainHTTPCredentials))
-	}
-	return warnings, problems
+	return o.typed(s, warnings, problems)
 }
 
-// eventSink: every broker and the NATS URL through the endpoint guard.
+// eventSink: endpoint guard, warnings, and the checks of its type (every
+// broker, the NATS URL).
 func eventSink(ctx context.Context, c client.Reader, o Options, s *kollectv1alpha1.KollectEventSink) (warnings, problems []string) {
 	warnings, problems = common(ctx, c, s, &s.Spec.SinkCommonFields)
 	problems = append(problems, o.endpoint("spec.endpoint", s.Spec.Endpoint)...)
-	if n := s.Spec.NATS; n != nil {
-		problems = append(problems, o.endpoint("spec.nats.url", n.URL)...)
-	}
-	if k := s.Spec.Kafka; k != nil {
-		for i, b := range k.Brokers {
-			problems = append(problems, o.endpoint(fmt.Sprintf("spec.kafka.brokers[%d]", i), b)...)
-		}
-	}
-	return warnings, problems
+	return o.typed(s, warnings, problems)
 }
 
 // sinkLists: a scope's sink allow-lists hold names, not references.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -26,11 +27,13 @@ type Cache struct {
 
 	mu    sync.Mutex
 	built map[string]built
+	seq   uint64 // the last id given to a built backend
 }
 
 type built struct {
 	fingerprint string
 	backend     sinks.Backend
+	id          string // unique among every backend this cache built
 	dir         string // its state (a Git mirror) under StateDir, or ""
 	// lastGood is the last backend that could be built, kept while a
 	// failing one stands in for it (its sink or Secret gone or broken):
@@ -39,16 +42,16 @@ type built struct {
 	lastGood sinks.Backend
 }
 
-func (c *Cache) lookup(owner, fingerprint string) sinks.Backend {
+func (c *Cache) lookup(owner, fingerprint string) (sinks.Backend, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.built[owner]; ok && e.fingerprint == fingerprint {
-		return e.backend
+		return e.backend, e.id
 	}
-	return nil
+	return nil, ""
 }
 
-func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) sinks.Backend {
+func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) (sinks.Backend, string) {
 	var replaced []sinks.Backend
 	defer func() { closeLater(replaced) }()
 	c.mu.Lock()
@@ -56,7 +59,8 @@ func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) si
 	if c.built == nil {
 		c.built = map[string]built{}
 	}
-	entry := built{fingerprint: fingerprint, backend: b, dir: dir}
+	c.seq++
+	entry := built{fingerprint: fingerprint, backend: b, dir: dir, id: strconv.FormatUint(c.seq, 10)}
 	if old, ok := c.built[owner]; ok {
 		_, bad := b.(failing)
 		_, oldBad := old.backend.(failing)
@@ -75,7 +79,7 @@ func (c *Cache) store(owner, fingerprint string, b sinks.Backend, dir string) si
 	// A rebuilt backend (new credentials, a new sink generation) keeps
 	// the state directory; only a forgotten owner loses it.
 	c.built[owner] = entry
-	return b
+	return b, entry.id
 }
 
 // ForCleanup returns the backend that clears owner's rows from sink (nil:
@@ -132,6 +136,15 @@ func (c *Cache) Forget(owner string) {
 // yields a backend whose exports fail with the reason, so the binding's
 // status says what to fix.
 func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sink client.Object) sinks.Backend {
+	b, _ := c.Bound(ctx, cl, owner, sink)
+	return b
+}
+
+// Bound is Backend with the backend's id: the same id as long as the same
+// backend is returned, a new one whenever it is rebuilt. A binding keeps
+// its actor while its id stands (backends are told apart by id, never
+// compared: a backend holding a func or a map by value would panic at ==).
+func (c *Cache) Bound(ctx context.Context, cl client.Reader, owner string, sink client.Object) (sinks.Backend, string) {
 	t, err := c.Registry.Type(sink)
 	if err != nil {
 		return c.failing(owner, err.Error())
@@ -142,14 +155,14 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	if err != nil && ctx.Err() != nil {
 		// The caller's context ended, not the sink's credentials: nothing
 		// is kept, so the backend built before stands.
-		return failing{err: err}
+		return failing{err: err}, ""
 	}
 	if err != nil {
 		return c.failing(owner, err.Error())
 	}
 	fp := fingerprint(sink, creds)
-	if b := c.lookup(owner, fp); b != nil {
-		return b
+	if b, id := c.lookup(owner, fp); b != nil {
+		return b, id
 	}
 	dir := ""
 	if c.StateDir != "" {
@@ -160,7 +173,7 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 	env.StateDir, env.SharedDir, env.Clients = dir, c.StateDir, c.Registry.Clients
 	b, err := t.Build(ctx, sink, creds, env)
 	if err != nil && ctx.Err() != nil {
-		return failing{err: err}
+		return failing{err: err}, ""
 	}
 	if err != nil {
 		return c.failing(owner, err.Error())
@@ -170,10 +183,10 @@ func (c *Cache) Backend(ctx context.Context, cl client.Reader, owner string, sin
 
 // failing returns a backend whose exports fail permanently with msg, kept
 // stable per owner so the binding's actor is not restarted needlessly.
-func (c *Cache) failing(owner, msg string) sinks.Backend {
+func (c *Cache) failing(owner, msg string) (sinks.Backend, string) {
 	fp := "failing/" + msg
-	if b := c.lookup(owner, fp); b != nil {
-		return b
+	if b, id := c.lookup(owner, fp); b != nil {
+		return b, id
 	}
 	return c.store(owner, fp, failing{err: sinks.Permanent(errors.New(msg))}, "")
 }
@@ -182,11 +195,8 @@ type failing struct{ err error }
 
 func (f failing) Export(context.Context, *rows.Delta) (sinks.Ack, error) { return sinks.Ack{}, f.err }
 
-// closer is a backend holding connections.
-type closer interface{ Close() }
-
 func closeBackend(b sinks.Backend) {
-	if c, ok := b.(closer); ok {
+	if c, ok := b.(sinks.Closer); ok {
 		c.Close()
 	}
 }
@@ -197,9 +207,9 @@ func closeBackend(b sinks.Backend) {
 // reconcile nor another inventory's. A pool shared with other sinks'
 // backends closes with the last of them (sinks.Clients).
 func closeLater(bs []sinks.Backend) {
-	var cs []closer
+	var cs []sinks.Closer
 	for _, b := range bs {
-		if c, ok := b.(closer); ok {
+		if c, ok := b.(sinks.Closer); ok {
 			cs = append(cs, c)
 		}
 	}

@@ -22,7 +22,7 @@ func databaseSpec(o client.Object) *kollectv1alpha1.KollectDatabaseSinkSpec {
 }
 
 func postgresType() Type {
-	return Type{Family: "database", Name: "postgres", Verified: "PostgreSQL ping succeeded",
+	return Type{Family: "database", Name: "postgres", Admit: admitConnectionString, Preview: previewPostgres, Verified: "PostgreSQL ping succeeded",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return postgres.CredentialsRef(databaseSpec(o))
 		},
@@ -37,7 +37,7 @@ func postgresType() Type {
 }
 
 func mongodbType() Type {
-	return Type{Family: "database", Name: "mongodb", Verified: "MongoDB ping succeeded",
+	return Type{Family: "database", Name: "mongodb", Admit: admitConnectionString, Preview: previewMongoDB, Verified: "MongoDB ping succeeded",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference { return mongodb.CredentialsRef(databaseSpec(o)) },
 		Build: func(_ context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			cfg, err := mongodb.FromSpec(databaseSpec(obj), creds.Data, creds.CA)
@@ -59,7 +59,7 @@ const EmulatorHost = "BIGQUERY_EMULATOR_HOST"
 // Application Default Credentials; every request, token requests
 // included, dials through the endpoint guard.
 func bigqueryType() Type {
-	return Type{Family: "database", Name: "bigquery", Verified: "BigQuery dataset metadata and dry-run query succeeded",
+	return Type{Family: "database", Name: "bigquery", Admit: admitBigQuery, Preview: previewBigQuery, Verified: "BigQuery dataset metadata and dry-run query succeeded",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return bigquery.CredentialsRef(databaseSpec(o))
 		},

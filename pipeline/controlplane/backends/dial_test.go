@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,33 +148,5 @@ func TestGitRebindingBetweenCheckAndDialIsRefused(t *testing.T) {
 	}
 	if lookups.Load() < 2 {
 		t.Fatalf("the dial did not resolve the name again (%d lookups)", lookups.Load())
-	}
-}
-
-// The engine compares a binding's backend with the one it runs to keep
-// its actor: every snapshot backend built must be comparable, or that
-// comparison panics inside the inventory actor.
-func TestBuiltBackendsAreComparable(t *testing.T) {
-	policy := endpoint.Policy{AllowLoopback: true, AllowPrivate: true}
-	cases := []*kollectv1alpha1.KollectSnapshotSink{
-		{Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "git", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "file:///tmp/none.git"}}},
-		{Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "s3", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "http://127.0.0.1:9/bucket/p"}}},
-		{Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "gcs", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "http://127.0.0.1:9/bucket"}}},
-	}
-	for _, s := range cases {
-		s.Name, s.Namespace = "s", "team"
-		var creds Credentials
-		if s.Spec.Type == "s3" {
-			creds.Data = map[string][]byte{"accessKeyID": []byte("id"), "secretAccessKey": []byte("key")}
-			s.Annotations = map[string]string{git.AllowPlainHTTPCredentials: "true"}
-		}
-		b, err := Default(policy).Build(context.Background(), s, creds, t.TempDir())
-		if err != nil {
-			t.Fatalf("%s: %v", s.Spec.Type, err)
-		}
-		if !reflect.TypeOf(b).Comparable() {
-			t.Errorf("%s: backend %T is not comparable", s.Spec.Type, b)
-		}
-		closeBackend(b)
 	}
 }

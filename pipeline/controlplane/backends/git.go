@@ -11,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 )
 
 func gitType() Type {
-	return Type{Family: "snapshot", Name: "git", Verified: git.ProbeMessage,
+	return Type{Family: "snapshot", Name: "git", Admit: admitGit, Preview: previewGit, Verified: git.ProbeMessage,
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return git.CredentialsRef(&o.(*kollectv1alpha1.KollectSnapshotSink).Spec)
 		},
@@ -63,6 +64,19 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 
 // probed gives a backend adapted by sinks.Whole its probe and its writer
 // records back.
+// The capabilities a wrapper forwards: those of what it wraps, lost
+// otherwise (an embedded sinks.Backend forwards Export only).
+var (
+	_ sinks.Prober     = (*probed)(nil)
+	_ sinks.Closer     = (*probed)(nil)
+	_ sinks.PartWanter = (*probed)(nil)
+	_ sinks.Keeper     = (*probed)(nil)
+	_ sinks.Prober     = (*store)(nil)
+	_ sinks.Closer     = (*store)(nil)
+	_ sinks.PartWanter = (*store)(nil)
+	_ sinks.Keeper     = (*store)(nil)
+)
+
 type probed struct {
 	sinks.Backend
 	probe  func(ctx context.Context) error
@@ -84,3 +98,15 @@ func (p *probed) Claims() sinks.Claims { return p.claims }
 
 // KeepsTargets asks the adapted backend.
 func (p *probed) KeepsTargets() bool { return sinks.KeepsTargets(p.Backend) }
+
+// WantsParts asks the adapted backend.
+func (p *probed) WantsParts(snap *rows.Snapshot) bool { return wantsParts(p.Backend, snap) }
+
+// wantsParts asks b whether an export of snap depends on its parts; one
+// that does not say takes them.
+func wantsParts(b sinks.Backend, snap *rows.Snapshot) bool {
+	if pw, ok := b.(sinks.PartWanter); ok {
+		return pw.WantsParts(snap)
+	}
+	return true
+}

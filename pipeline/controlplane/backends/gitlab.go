@@ -16,7 +16,7 @@ import (
 // gitlabType writes the Git sink's layout through GitLab's REST API, one
 // commit per export, without a clone.
 func gitlabType() Type {
-	return Type{Family: "snapshot", Name: "gitlab", Verified: "GitLab project reachable with this token",
+	return Type{Family: "snapshot", Name: "gitlab", Admit: admitGit, Preview: previewGit, Verified: "GitLab project reachable with this token",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return git.CredentialsRef(&o.(*kollectv1alpha1.KollectSnapshotSink).Spec)
 		},

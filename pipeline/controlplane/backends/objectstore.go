@@ -10,13 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/objectstore"
 )
 
 func s3Type() Type {
-	return Type{Family: "snapshot", Name: "s3", Verified: "bucket reachable with these credentials", Secret: specSecret,
+	return Type{Family: "snapshot", Name: "s3", Admit: admitObjectStore, Preview: previewObjectStore("s3"), Verified: "bucket reachable with these credentials", Secret: specSecret,
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			return buildObjectStore(ctx, obj.(*kollectv1alpha1.KollectSnapshotSink), creds, env, "s3",
 				func(ctx context.Context, e objectstore.Endpoint, hc *http.Client, s *kollectv1alpha1.KollectSnapshotSink) (*blob.Bucket, []string, error) {
@@ -29,7 +30,7 @@ func s3Type() Type {
 // key or Application Default Credentials, or, when the Secret holds HMAC
 // keys, through GCS's S3-interoperable API (upstream's only form).
 func gcsType() Type {
-	return Type{Family: "snapshot", Name: "gcs", Verified: "bucket reachable with these credentials", Secret: specSecret,
+	return Type{Family: "snapshot", Name: "gcs", Admit: admitObjectStore, Preview: previewObjectStore("gs"), Verified: "bucket reachable with these credentials", Secret: specSecret,
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			return buildObjectStore(ctx, obj.(*kollectv1alpha1.KollectSnapshotSink), creds, env, "gs",
 				func(ctx context.Context, e objectstore.Endpoint, hc *http.Client, s *kollectv1alpha1.KollectSnapshotSink) (*blob.Bucket, []string, error) {
@@ -53,7 +54,7 @@ func gcsType() Type {
 // connection string from the Secret (a Kollect addition; upstream only
 // plans it).
 func azureType() Type {
-	return Type{Family: "snapshot", Name: "azureblob", Verified: "container reachable with these credentials", Secret: specSecret,
+	return Type{Family: "snapshot", Name: "azureblob", Admit: admitObjectStore, Preview: previewObjectStore(""), Verified: "container reachable with these credentials", Secret: specSecret,
 		Build: func(ctx context.Context, obj client.Object, creds Credentials, env Env) (sinks.Backend, error) {
 			s := obj.(*kollectv1alpha1.KollectSnapshotSink)
 			t, err := objectstore.ParseAzure(s.Spec.Endpoint, creds.Data)
@@ -149,3 +150,6 @@ func (s *store) Claims() sinks.Claims { return s.st }
 
 // KeepsTargets asks the adapted backend.
 func (s *store) KeepsTargets() bool { return sinks.KeepsTargets(s.Backend) }
+
+// WantsParts asks the adapted backend.
+func (s *store) WantsParts(snap *rows.Snapshot) bool { return wantsParts(s.Backend, snap) }

@@ -20,11 +20,6 @@ const (
 	probeTimeout         = 15 * time.Second
 )
 
-// prober is a backend that can test its connection.
-type prober interface {
-	Probe(ctx context.Context) error
-}
-
 // Probe builds a throwaway backend for sink and tests its connection. On
 // success it returns the type's Verified message for the ConnectionVerified
 // condition; on failure a reason and an error that says what to fix.
@@ -50,7 +45,7 @@ func (r *Registry) Probe(ctx context.Context, c client.Reader, sink client.Objec
 		return "", ReasonTestFailed, err
 	}
 	defer closeBackend(b)
-	p, ok := b.(prober)
+	p, ok := b.(sinks.Prober)
 	if !ok {
 		return "", ReasonTestFailed, errNotImplemented(t.Name + " probes")
 	}

@@ -12,6 +12,7 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/model/endpoint"
+	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 
@@ -22,17 +23,17 @@ const ReplayAnnotation = "kollect.dev/replay"
 
 // Type is everything Kollect knows about one sink type: the one place a
 // backend is registered. The operator (exports, probes, cleanup), the
-// webhooks (which Secret a sink reads) and the CLI (--sink) all go through
-// it, so adding a backend is its package plus one Type in Types.
+// webhooks (admission, and which Secret a sink reads), status.preview and
+// the CLI (--sink) all go through it, so adding a backend is its package,
+// one Type in Types and its name in the API's enum
+// (TestEveryBackendIsRegisteredWhole fails on a piece left out).
 //
-// A built backend implements sinks.Backend and is comparable (a pointer,
-// or a struct of pointers: the engine compares backends to decide whether
-// a binding keeps its actor; a func or map inside would panic there). It
-// may implement:
-//   - Probe(ctx) error: the connection test behind ConnectionVerified
-//     (without it the sink's probe fails saying so);
-//   - Close(): releases connections when the backend is replaced or its
-//     inventory goes.
+// A built backend implements sinks.Backend. It may implement
+// sinks.Prober (the connection test behind ConnectionVerified; without it
+// the sink's probe fails saying so), sinks.Closer (releases connections
+// when the backend is replaced or its inventory goes), sinks.PartWanter
+// and sinks.Keeper. The engine tells backends apart by the id the Cache
+// gives each one it builds, never by comparing them.
 type Type struct {
 	// Family is snapshot, database or event; Name the spec.type value.
 	Family, Name string
@@ -45,6 +46,25 @@ type Type struct {
 	// Verified is the ConnectionVerified message after a probe succeeded:
 	// what the probe checked.
 	Verified string
+	// Admit is the admission webhook's checks of the type's own fields:
+	// warnings, and problems that refuse the sink. The checks every sink
+	// of the family shares run beside it.
+	Admit func(sink client.Object, check EndpointCheck) (warnings, problems []string)
+	// Preview fills status.preview with what the sink would write for the
+	// sample inventory: paths, a table's DDL, a topic.
+	Preview func(sink client.Object, snap *rows.Snapshot, p *kollectv1alpha1.SinkPreviewStatus) error
+}
+
+// Find returns the Type of sink among types, or an error saying that this
+// version has no such backend.
+func Find(types []Type, sink client.Object) (Type, error) {
+	family, typ := Kind(sink)
+	for _, t := range types {
+		if t.Family == family && t.Name == typ {
+			return t, nil
+		}
+	}
+	return Type{}, errNotImplemented(sinkKind(typ))
 }
 
 // Env is what a backend is built with besides its sink and credentials.

@@ -14,7 +14,7 @@ import (
 )
 
 func natsType() Type {
-	return Type{Family: "event", Name: "nats", Verified: "NATS JetStream account info request succeeded",
+	return Type{Family: "event", Name: "nats", Admit: admitNATS, Preview: previewNATS, Verified: "NATS JetStream account info request succeeded",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return nats.CredentialsRef(&o.(*kollectv1alpha1.KollectEventSink).Spec)
 		},
@@ -33,7 +33,7 @@ func natsType() Type {
 }
 
 func kafkaType() Type {
-	return Type{Family: "event", Name: "kafka", Verified: "Kafka broker metadata request succeeded",
+	return Type{Family: "event", Name: "kafka", Admit: admitKafka, Preview: previewKafka, Verified: "Kafka broker metadata request succeeded",
 		Secret: func(o client.Object) *kollectv1alpha1.SecretReference {
 			return kafka.CredentialsRef(&o.(*kollectv1alpha1.KollectEventSink).Spec)
 		},

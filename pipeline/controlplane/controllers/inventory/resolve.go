@@ -62,8 +62,8 @@ func (r *Resolver) Resolve(ctx context.Context, b Bindings) ([]sink.Config, stri
 			}
 			key := fam.family + "/" + ref.Name
 			_, typ := backends.Kind(obj)
-			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ,
-				Backend:     r.Backends.Backend(ctx, r.Client, b.Owner+"|"+key, obj),
+			backend, id := r.Backends.Bound(ctx, r.Client, b.Owner+"|"+key, obj)
+			out = append(out, sink.Config{Inventory: b.Owner, Key: key, Type: typ, Backend: backend, BackendID: id,
 				Interval:    max(b.Floor, interval(ref.ExportMinInterval, sinkInterval(obj), b.Interval)),
 				MaxBytes:    ceiling(ref.MaxExportBytes, b.MaxBytes, r.MaxBytes),
 				Partitioned: fam.family == "snapshot", Timeout: r.Timeout, TimeoutPerRow: r.TimeoutPerRow})
