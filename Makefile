@@ -1,7 +1,8 @@
 # Kollect — build, generate, test.
 #
 #   make demo          the main job on a local control plane, no cluster needed
-#   make test          lint + generated-code drift + every unit and envtest suite
+#   make unit          the unit tests: no control plane, no installed servers (go test ./...)
+#   make test          lint + generated-code drift + every unit and integration suite
 #   make conformance   the upstream-sample suite (reads ../shared/conformance)
 #   make build         bin/kollect
 #   make bench         sink and engine benchmarks
@@ -25,10 +26,14 @@ ENVTEST_DIR := $(CURDIR)/bin/envtest
 CONFORMANCE_DIR ?= $(abspath $(CURDIR)/../shared/conformance)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+# Tests that need the test control plane (envtest), a server installed by
+# test-deps (PostgreSQL, Azurite, DuckDB, Prometheus), helm or ssh-keygen
+# carry this build tag; without it, go test ./... runs the unit tests alone.
+INTEGRATION_TAGS := integration
 
 CONTROLLER_GEN := $(GO) -C hack/tools tool controller-gen
 
-.PHONY: all build generate check-generated lint test test-prep test-deps conformance envtest-assets bench faults loadtest image release fuzz demo helm clean help
+.PHONY: all build generate check-generated lint unit test test-prep test-deps conformance envtest-assets bench faults loadtest image release fuzz demo helm clean help
 
 all: build
 
@@ -71,9 +76,11 @@ lint:
 	$(GO) -C loadtest mod tidy -diff
 	$(GO) -C hack/image mod tidy -diff
 	$(GO) vet ./...
+	$(GO) vet -tags $(INTEGRATION_TAGS) ./...
 	$(GO) -C loadtest vet ./...
 	$(GO) -C hack/image vet ./...
 	$(GO) vet -tags conformance ./pipeline/harness/conformance/
+	bash hack/commits.sh
 
 ## test-prep: what the tests need, one line per build step (build output
 ## in bin/test-build.log, named when a step fails).
@@ -91,8 +98,13 @@ test-deps:
 
 ## The load-test harness is a module of its own (loadtest/go.mod): its
 ## tests, the fault-injection suite among them, run after the operator's.
+## unit: the fast loop, what go test ./... runs on a fresh clone: every
+## test that needs neither the control plane nor an installed server.
+unit:
+	$(GO) test -count=1 ./...
+
 test: test-prep lint check-generated
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) $(GO) test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) $(GO) test -tags $(INTEGRATION_TAGS) $(GO_TEST_FLAGS) ./...
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(GO) -C loadtest test $(GO_TEST_FLAGS) $$($(GO) -C loadtest list ./... | grep -v /faults)
 	# The fault suite runs the operator as a process (built without the race
 	# detector) against ten sink servers hosted by the test: instrumenting
@@ -133,7 +145,7 @@ loadtest: envtest-assets test-deps
 
 ## bench: the sink and engine benchmarks (figures in docs/performance.md).
 bench: test-deps
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/model/extract/
+	$(GO) test -tags $(INTEGRATION_TAGS) -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/model/extract/
 
 ## faults: the fault-injection suite (loadtest/faults) with more objects,
 ## then its report: per fault and sink, rows lost, wrong, orphaned and
@@ -161,7 +173,7 @@ conformance: envtest-assets test-deps helm
 		exit 1; \
 	fi
 	CONFORMANCE_DIR=$(CONFORMANCE_DIR) KUBEBUILDER_ASSETS=$(ENVTEST_DIR) HELM=$(CURDIR)/$(HELM) \
-		$(GO) test -tags conformance $(GO_TEST_FLAGS) ./pipeline/harness/conformance/...
+		$(GO) test -tags conformance,$(INTEGRATION_TAGS) $(GO_TEST_FLAGS) ./pipeline/harness/conformance/...
 
 ## demo: the main job on a local control plane; DEMO_KEEP=1 keeps it running.
 demo:

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package helm_test checks the Helm chart: helm lint, the values schema,
 // and a server-side dry-run apply of everything it renders against the
 // test control plane, with default values, every option on, and tenant

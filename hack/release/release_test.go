@@ -1,3 +1,5 @@
+//go:build integration
+
 package release_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package admission_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package status_test
 
 import (

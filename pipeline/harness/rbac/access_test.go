@@ -1,3 +1,5 @@
+//go:build integration
+
 package rbac_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package demo_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package clustertarget_test
 
 import (

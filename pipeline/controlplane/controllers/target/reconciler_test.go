@@ -1,3 +1,5 @@
+//go:build integration
+
 package target_test
 
 import (
