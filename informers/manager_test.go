@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/harness/testenv"
 	"kollect.dev/kollect/pipeline/model/projection"
 )
@@ -83,11 +84,7 @@ func list(t *testing.T, s informers.Store, namespaces ...string) []*unstructured
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-	}
+	eventually.True(t, 10*time.Second, what, ok)
 }
 
 func TestSharedInformerIsScopedRefCountedAndStripped(t *testing.T) {

@@ -60,6 +60,7 @@ type Engine struct {
 	// resting holds inventories stopped by their supervisor and waiting to
 	// start again; removing one cancels its restart.
 	resting map[string]bool
+	clock   actors.Clock
 }
 
 type targetEntry struct {
@@ -103,15 +104,16 @@ var ErrStopped = errors.New("the collection engine has stopped")
 
 // New builds an engine. batch is the inventories' coalescing window; log
 // receives the actor system's own logs (supervision, dead letters), nil
-// discards them.
-func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration, log *slog.Logger) *Engine {
+// discards them; clk is the time every actor reads and sets its timers
+// by (nil: the real clock).
+func New(inf *informers.Manager, metrics *actors.Metrics, reporter Reporter, batch time.Duration, log *slog.Logger, clk actors.Clock) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	system := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return log.With("lib", "protoactor")
 	})))
-	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch, log: log,
+	e := &Engine{system: system, inf: inf, metrics: metrics, reporter: reporter, batch: batch, log: log, clock: actors.OrReal(clk),
 		links: newLinks(), resting: map[string]bool{}}
 	e.targetGuardian = spawnGuardian(e.system.Root, targetSupervision(), e.targetStopped)
 	e.inventoryGuardian = spawnGuardian(e.system.Root, inventorySupervision(), e.inventoryStopped)
@@ -158,7 +160,7 @@ func (e *Engine) inventoryStopped(pid *actor.PID) {
 			Stopped: fmt.Sprintf("the inventory's actor stopped after more than %d failures in a minute; it starts again in %s", inventoryRestarts, inventoryRestartAfter)})
 	}
 	spec := stopped.spec
-	time.AfterFunc(inventoryRestartAfter, func() {
+	e.clock.AfterFunc(inventoryRestartAfter, func() {
 		e.mu.Lock()
 		due := e.resting[spec.Key]
 		delete(e.resting, spec.Key)
@@ -236,7 +238,7 @@ func (e *Engine) UpsertTarget(ctx context.Context, spec TargetSpec) error {
 	if started {
 		inbox := target.NewInbox(e.system.Root, e.metrics)
 		name := spec.Ref.Namespace + "/" + spec.Ref.Name
-		pid, err := e.spawnUnder(e.targetGuardian, target.Props(inbox, e.inf, e.reporter, e.metrics, name))
+		pid, err := e.spawnUnder(e.targetGuardian, target.Props(inbox, e.inf, e.reporter, e.metrics, name, e.clock))
 		if err != nil {
 			e.mu.Unlock()
 			return err
@@ -348,7 +350,7 @@ func (e *Engine) UpsertInventory(spec InventorySpec) error {
 	ent := e.inventories[spec.Key]
 	if ent == nil {
 		mem := &inventory.Memory{}
-		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, mem))
+		pid, err := e.spawnUnder(e.inventoryGuardian, inventory.Props(e.reporter, e.metrics, spec.ID.Namespace+"/"+spec.ID.Name, mem, e.clock))
 		if err != nil {
 			e.mu.Unlock()
 			return err
@@ -437,21 +439,21 @@ func (e *Engine) Stop() {
 	// All at once: an inventory stops once its sink actors have (exports
 	// in flight are canceled, not awaited), so a shutdown takes as long as
 	// the slowest, not the sum.
-	start := time.Now()
+	start := e.clock.Now()
 	var wg sync.WaitGroup
 	for _, pid := range invs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := e.system.Root.StopFuture(pid).Wait(); err != nil {
-				e.log.Warn("an inventory actor did not stop in time", "actor", pid.Id, "waited", time.Since(start).Round(time.Millisecond), "error", err)
+				e.log.Warn("an inventory actor did not stop in time", "actor", pid.Id, "waited", e.clock.Since(start).Round(time.Millisecond), "error", err)
 			}
 		}()
 	}
 	wg.Wait()
 	e.system.Shutdown()
 	e.inf.Stop()
-	if took := time.Since(start); took > time.Second {
+	if took := e.clock.Since(start); took > time.Second {
 		e.log.Info("engine stopped", "inventories", len(invs), "took", took.Round(time.Millisecond))
 	}
 }

@@ -132,7 +132,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &reports{targets: map[messages.TargetRef]target.Report{}, invs: map[string]inventory.Report{}}
-	eng := engine.New(inf, nil, rep, 50*time.Millisecond, nil)
+	eng := engine.New(inf, nil, rep, 50*time.Millisecond, nil, nil)
 	t.Cleanup(eng.Stop)
 
 	ex, err := extract.Compile([]extract.Attribute{

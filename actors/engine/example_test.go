@@ -46,7 +46,7 @@ func Example() {
 	}
 
 	inf := informers.New(dynamic.NewForConfigOrDie(env.Config), discovery.NewDiscoveryClientForConfigOrDie(env.Config), time.Hour, 15*time.Second, nil)
-	eng := engine.New(inf, nil, nil, 10*time.Millisecond, nil)
+	eng := engine.New(inf, nil, nil, 10*time.Millisecond, nil, nil)
 	defer eng.Stop()
 
 	ex, _ := extract.Compile([]extract.Attribute{{Name: "colour", Path: "$.data.colour"}}, extract.NewScrubber())

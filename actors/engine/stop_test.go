@@ -30,7 +30,7 @@ func TestNothingStartsOnceStopped(t *testing.T) {
 	if err := inf.StartNamespaces(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(inf, nil, nil, 50*time.Millisecond, nil)
+	eng := engine.New(inf, nil, nil, 50*time.Millisecond, nil, nil)
 	running := engine.InventorySpec{Key: "KollectInventory:default/running", Kind: "KollectInventory",
 		ID: rows.Identity{Namespace: "default", Name: "running", Generation: 1}}
 	if err := eng.UpsertInventory(running); err != nil {

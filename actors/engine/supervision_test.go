@@ -58,7 +58,7 @@ func (c *countingBackend) Export(_ context.Context, d *rows.Delta) (sinks.Ack, e
 func supervisedEngine(t *testing.T, rep engine.Reporter) *engine.Engine {
 	t.Helper()
 	inf := informers.New(dynamic.NewForConfigOrDie(env.Config), discovery.NewDiscoveryClientForConfigOrDie(env.Config), time.Hour, 15*time.Second, nil)
-	eng := engine.New(inf, nil, rep, 20*time.Millisecond, nil)
+	eng := engine.New(inf, nil, rep, 20*time.Millisecond, nil, nil)
 	t.Cleanup(eng.Stop)
 	return eng
 }

@@ -12,6 +12,7 @@ import (
 	"kollect.dev/kollect/actors/inventory"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
@@ -38,13 +39,12 @@ func (e *exports) get() []int {
 // waitExports waits until the sink saw n exports.
 func (e *exports) waitExports(t *testing.T, n int, within time.Duration) []int {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for len(e.get()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d exports within %v, want %d: %v", len(e.get()), within, n, e.get())
+	eventually.Check(t, within, fmt.Sprintf("%d exports", n), func() error {
+		if got := e.get(); len(got) < n {
+			return fmt.Errorf("%d so far: %v", len(got), got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	return e.get()
 }
 
@@ -58,7 +58,7 @@ func TestAnExportWaitsForTheEndOfABurst(t *testing.T) {
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "t"}
 	tgt := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) // subscriptions are not answered: the test sends the rows
 	rec := &exports{}
-	inv := sys.Root.Spawn(inventory.Props(nil, nil, "burst", nil))
+	inv := sys.Root.Spawn(inventory.Props(nil, nil, "burst", nil, nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "inv"},
 		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: 10 * time.Millisecond,
 		Bindings: []sink.Config{{Inventory: "default/inv", Key: "event/rec", Type: "rec", BackendID: "burst_test", Backend: rec}}}})

@@ -13,6 +13,7 @@ import (
 	"kollect.dev/kollect/actors/inventory"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
@@ -47,19 +48,17 @@ func (d *deltas) Export(_ context.Context, dl *rows.Delta) (sinks.Ack, error) {
 
 func (d *deltas) wait(t *testing.T, n int) []change {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got []change
+	eventually.Check(t, 5*time.Second, fmt.Sprintf("%d exports", n), func() error {
 		d.mu.Lock()
-		got := slices.Clone(d.got)
+		got = slices.Clone(d.got)
 		d.mu.Unlock()
-		if len(got) >= n {
-			return got
+		if len(got) < n {
+			return fmt.Errorf("%d so far: %+v", len(got), got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d exports within 5s, want %d: %+v", len(got), n, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // keeper is a backend that can keep targets' rows (a database).
@@ -80,14 +79,14 @@ func (l *lastReport) get() inventory.Report              { l.mu.Lock(); defer l.
 // await waits up to 5 s for a report ok accepts and returns it.
 func (l *lastReport) await(t *testing.T, what string, ok func(inventory.Report) bool) inventory.Report {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rep := l.get(); ok(rep) {
-			return rep
+	var rep inventory.Report
+	eventually.Check(t, 5*time.Second, what, func() error {
+		if rep = l.get(); !ok(rep) {
+			return fmt.Errorf("last report %+v", rep)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: last report %+v", what, l.get())
-		}
-	}
+		return nil
+	})
+	return rep
 }
 
 // A target that cannot list (a typo in its profile, a scope that denies
@@ -103,7 +102,7 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 	typo := messages.TargetRef{Kind: "KollectClusterTarget", Name: "typo"}
 	pa, pb := silent(), silent()
 	rec, reports := &deltas{}, &lastReport{}
-	inv := sys.Root.Spawn(inventory.Props(reports, nil, "holding", nil))
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "holding", nil, nil))
 	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
@@ -158,7 +157,7 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	typo := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "typo"}
 	db, doc, reports := &keeper{}, &deltas{}, &lastReport{}
-	inv := sys.Root.Spawn(inventory.Props(reports, nil, "restart", nil))
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "restart", nil, nil))
 	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
@@ -230,7 +229,7 @@ func TestAStartedInventorySettlesForAGrace(t *testing.T) {
 	silent := func() *actor.PID { return sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})) }
 	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	reports := &lastReport{}
-	inv := sys.Root.Spawn(inventory.Props(reports, nil, "settling", nil))
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "settling", nil, nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 		Targets: []inventory.Target{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
 		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
@@ -249,7 +248,7 @@ func TestATargetThatJoinsIsNotSettling(t *testing.T) {
 	a := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	b := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "b"}
 	pa, reports := silent(), &lastReport{}
-	inv := sys.Root.Spawn(inventory.Props(reports, nil, "joins", nil))
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "joins", nil, nil))
 	configure := func(targets ...inventory.Target) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: targets, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
@@ -272,7 +271,7 @@ func TestARefusedTargetIsNotSettling(t *testing.T) {
 	defer sys.Shutdown()
 	broken := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "broken"}
 	reports := &lastReport{}
-	inv := sys.Root.Spawn(inventory.Props(reports, nil, "refused", nil))
+	inv := sys.Root.Spawn(inventory.Props(reports, nil, "refused", nil, nil))
 	configure := func(refused ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Missing: []messages.TargetRef{broken}, Refused: refused, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/trace"
 
 	"kollect.dev/kollect/actors"
@@ -160,6 +159,7 @@ type actorState struct {
 	reporter Reporter
 	metrics  *actors.Metrics
 	memory   *Memory
+	clock    actors.Clock
 
 	cfg     *Config
 	rows    *rowSet
@@ -173,9 +173,9 @@ type actorState struct {
 	// none pending).
 	startedAt    time.Time
 	initial      map[messages.TargetRef]bool
-	cancelSettle scheduler.CancelFunc
+	cancelSettle func()
 	// cancelFlush cancels the pending flush timer (nil: none pending).
-	cancelFlush scheduler.CancelFunc
+	cancelFlush func()
 	dirty       bool
 	// links are the collect spans whose changes the next snapshot carries
 	// (tracing only; at most maxLinks).
@@ -207,10 +207,12 @@ type actorState struct {
 const maxHold = 2 * time.Second
 
 // Props builds the actor's props. Sink children are restarted on failure.
-// memory carries the configuration across restarts of the actor.
-func Props(reporter Reporter, metrics *actors.Metrics, name string, memory *Memory) *actor.Props {
+// memory carries the configuration across restarts of the actor; clk is
+// the engine's clock (nil: the real one), handed on to its sink actors.
+func Props(reporter Reporter, metrics *actors.Metrics, name string, memory *Memory, clk actors.Clock) *actor.Props {
+	clk = actors.OrReal(clk)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{reporter: reporter, metrics: metrics, memory: memory, rows: newRowSet(), budget: pace.Budget{Share: buildShare, Burst: buildBurst},
+		return &actorState{reporter: reporter, metrics: metrics, memory: memory, clock: clk, rows: newRowSet(), budget: pace.Budget{Share: buildShare, Burst: buildBurst},
 			targets: map[messages.TargetRef]*actor.PID{}, listed: map[messages.TargetRef]bool{}, bindings: map[string]*binding{},
 			inBurst: map[messages.TargetRef]bool{}}
 	},
@@ -326,7 +328,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 				rep.LastExport, rep.LastChecksum, rep.Exported = slot.AckedAt, slot.Acked.Checksum, len(slot.Acked.Rows)
 			}
 			bc.Fence = a.memory.fence(k)
-			a.bindings[k] = &binding{cfg: bc, slot: slot, acked: slot.Acked, pid: ctx.Spawn(sink.Props(bc, slot, a.metrics)), report: rep}
+			a.bindings[k] = &binding{cfg: bc, slot: slot, acked: slot.Acked, pid: ctx.Spawn(sink.Props(a.withClock(bc), slot, a.metrics)), report: rep}
 		}
 	}
 	// A binding spawned here (new, or replacing one whose sink was edited
@@ -338,6 +340,12 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	if len(cfg.Refused) > 0 {
 		a.sendReport() // no longer settling for a target that cannot run
 	}
+}
+
+// withClock gives a binding's sink actor the inventory's clock.
+func (a *actorState) withClock(c sink.Config) sink.Config {
+	c.Clock = a.clock
+	return c
 }
 
 // sameBinding reports whether a running binding can keep its actor: the
@@ -359,12 +367,12 @@ func (a *actorState) schedule(ctx actor.Context) {
 	if a.cancelFlush != nil || !a.dirty || a.cfg == nil {
 		return
 	}
-	a.flushIn(ctx, flushAfter(a.cfg.BatchWindow, &a.budget, time.Now()))
+	a.flushIn(ctx, flushAfter(a.cfg.BatchWindow, &a.budget, a.clock.Now()))
 }
 
 // flushIn sends the actor a flush after d.
 func (a *actorState) flushIn(ctx actor.Context, d time.Duration) {
-	a.cancelFlush = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(d, ctx.Self(), flush{})
+	a.cancelFlush = actors.SendAfter(a.clock, ctx.ActorSystem().Root, d, ctx.Self(), flush{})
 }
 
 // flushAfter is the wait before the next export: the batch window (200 ms
@@ -395,7 +403,7 @@ func (a *actorState) burst(t messages.TargetRef, more bool) bool {
 func (a *actorState) flush(ctx actor.Context) {
 	a.stopTimer()
 	if len(a.inBurst) > 0 && a.dirty {
-		now := time.Now()
+		now := a.clock.Now()
 		if a.heldSince.IsZero() {
 			a.heldSince = now
 		}
@@ -462,12 +470,12 @@ func (a *actorState) export(ctx actor.Context) {
 		a.sendReport() // nothing to export to: only the count matters
 		return
 	}
-	start := time.Now()
+	start := a.clock.Now()
 	snap := rows.NewSnapshot(a.cfg.ID, a.rows.list(a.cfg.DedupeByUID), start)
 	if a.cfg.Shards {
 		a.shardSums = shardChecksums(snap.Rows)
 	}
-	built := time.Now()
+	built := a.clock.Now()
 	a.budget.Spend(built.Sub(start), built)
 	for _, b := range a.bindings {
 		ctx.Send(b.pid, &sink.Offer{Snapshot: snap, Links: a.links})
@@ -491,7 +499,7 @@ func (a *actorState) export(ctx actor.Context) {
 //     waits (BindingReport.Waits).
 func (a *actorState) exportHolding(ctx actor.Context) {
 	held := a.heldTargets()
-	start := time.Now()
+	start := a.clock.Now()
 	var base []*rows.Row
 	var partial *rows.Snapshot // one for every binding that keeps
 	a.holding = false

@@ -31,7 +31,7 @@ func TestAReplacedBindingIsOfferedTheCurrentRows(t *testing.T) {
 	defer sys.Shutdown()
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "replaced", nil))
+	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "replaced", nil, nil))
 	configure := func(id string, b sinks.Backend) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
 			Targets: []inventory.Target{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
@@ -71,7 +71,7 @@ func TestABindingIsKeptByItsBackendsID(t *testing.T) {
 	defer sys.Shutdown()
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "a"}
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "by-id", nil))
+	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "by-id", nil, nil))
 	rec := &deltas{}
 	configure := func(id string) {
 		b := byValue{d: rec, tags: map[string]string{"id": id}}

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
+	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 )
 
@@ -28,7 +28,7 @@ func (a *actorState) startSettling(ctx actor.Context) {
 	if !a.startedAt.IsZero() {
 		return
 	}
-	a.startedAt = time.Now()
+	a.startedAt = a.clock.Now()
 	a.initial = map[messages.TargetRef]bool{}
 	for _, t := range a.cfg.Targets {
 		a.initial[t.Ref] = true
@@ -36,7 +36,7 @@ func (a *actorState) startSettling(ctx actor.Context) {
 	for _, ref := range a.cfg.Missing {
 		a.initial[ref] = true
 	}
-	a.cancelSettle = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(a.grace(), ctx.Self(), settleEnded{})
+	a.cancelSettle = actors.SendAfter(a.clock, ctx.ActorSystem().Root, a.grace(), ctx.Self(), settleEnded{})
 }
 
 func (a *actorState) grace() time.Duration {
@@ -51,7 +51,7 @@ func (a *actorState) grace() time.Duration {
 // that joined since (its rows never exported) or one the operator refused
 // to run is news.
 func (a *actorState) settling() bool {
-	if !a.startedAt.IsZero() && time.Since(a.startedAt) >= a.grace() {
+	if !a.startedAt.IsZero() && a.clock.Since(a.startedAt) >= a.grace() {
 		return false
 	}
 	if len(a.cfg.Refused) > 0 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -51,6 +50,8 @@ type Config struct {
 	// Fence is shared by every incarnation of the binding (nil: one of
 	// its own): see Fence.
 	Fence *Fence
+	// Clock is the engine's (nil: the real clock).
+	Clock actors.Clock
 }
 
 func (c *Config) defaults() {
@@ -188,9 +189,9 @@ type actorState struct {
 	circuit Circuit
 	// cancelRetry and cancelDue cancel the pending retry (set while the
 	// binding waits out a back-off) and heartbeat timers.
-	cancelRetry, cancelDue scheduler.CancelFunc
+	cancelRetry, cancelDue func()
 	// cancelPaced cancels the timer of an export waiting for the budget.
-	cancelPaced scheduler.CancelFunc
+	cancelPaced func()
 	cancel      context.CancelFunc
 	debounce    Debounce
 	budget      pace.Budget
@@ -201,10 +202,11 @@ type actorState struct {
 // Props builds a supervised sink actor for one binding.
 func Props(cfg Config, slot *Slot, metrics *actors.Metrics) *actor.Props {
 	cfg.defaults()
+	cfg.Clock = actors.OrReal(cfg.Clock)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &actorState{cfg: cfg, slot: slot, metrics: metrics,
 			circuit: Closed, breaker: Breaker{OpenAfter: cfg.OpenAfter, Backoff: wait.Backoff{Duration: cfg.BackoffBase, Cap: cfg.BackoffMax}},
-			debounce: Debounce{Interval: cfg.Interval, Now: time.Now}, budget: pace.Budget{Share: exportShare, Burst: exportBurst}}
+			debounce: Debounce{Interval: cfg.Interval, Now: cfg.Clock.Now}, budget: pace.Budget{Share: exportShare, Burst: exportBurst}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("sink", cfg.Inventory+"/"+cfg.Key)...)))
 }
 
@@ -260,7 +262,7 @@ func (a *actorState) stopInflight(ctx actor.Context) {
 	if r := a.run; r != nil {
 		select {
 		case <-r.finished:
-		case <-time.After(stopWait):
+		case <-time.After(stopWait): // a guard against a stuck export, in real time whatever the clock
 			ctx.Logger().Warn("a cancelled export is still running: the binding stops without it",
 				"inventory", a.cfg.Inventory, "binding", a.cfg.Key, "waited", stopWait.String())
 		}
@@ -268,8 +270,13 @@ func (a *actorState) stopInflight(ctx actor.Context) {
 	a.inflight, a.run = false, nil
 }
 
+// after sends msg to the actor itself once d has passed on its clock.
+func (a *actorState) after(ctx actor.Context, d time.Duration, msg any) func() {
+	return actors.SendAfter(a.cfg.Clock, ctx.ActorSystem().Root, d, ctx.Self(), msg)
+}
+
 func (a *actorState) stopTimers() {
-	for _, c := range []*scheduler.CancelFunc{&a.cancelDue, &a.cancelRetry, &a.cancelPaced} {
+	for _, c := range []*func(){&a.cancelDue, &a.cancelRetry, &a.cancelPaced} {
 		if *c != nil {
 			(*c)()
 			*c = nil
@@ -323,13 +330,13 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	export, wait := a.debounce.Decide(a.slot.Acked, a.slot.AckedAt, snap)
 	if !export {
 		if wait > 0 && a.cancelDue == nil {
-			a.cancelDue = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), due{})
+			a.cancelDue = a.after(ctx, wait, due{})
 		}
 		return
 	}
-	if wait := min(paceMax, a.budget.Wait(time.Now(), 0)); wait > 0 {
+	if wait := min(paceMax, a.budget.Wait(a.cfg.Clock.Now(), 0)); wait > 0 {
 		a.metrics.Paced(a.cfg.Type, wait)
-		a.cancelPaced = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), paced{})
+		a.cancelPaced = a.after(ctx, wait, paced{})
 		return
 	}
 	if a.cancelDue != nil {
@@ -352,14 +359,14 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 	go func() {
 		defer close(r.finished)
 		defer cancel()
-		start := time.Now()
+		start := a.cfg.Clock.Now()
 		if err := cfg.Fence.Acquire(exportCtx); err != nil {
-			root.Send(self, &done{run: r, snap: snap, err: fmt.Errorf("wait for the previous export of this sink to return: %w", err), took: time.Since(start)})
+			root.Send(self, &done{run: r, snap: snap, err: fmt.Errorf("wait for the previous export of this sink to return: %w", err), took: a.cfg.Clock.Since(start)})
 			return
 		}
 		ack, err := tracedExport(exportCtx, cfg, links, backend, prev, snap, id)
 		cfg.Fence.Release()
-		root.Send(self, &done{run: r, snap: snap, ack: ack, err: err, took: time.Since(start)})
+		root.Send(self, &done{run: r, snap: snap, ack: ack, err: err, took: a.cfg.Clock.Since(start)})
 	}()
 }
 
@@ -368,7 +375,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		return // a result of an export cancelled by a restart
 	}
 	a.inflight, a.cancel, a.run = false, nil, nil
-	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: time.Now()}
+	res := &Result{Key: a.cfg.Key, Snapshot: d.snap, Ack: d.ack, Err: d.err, At: a.cfg.Clock.Now()}
 	if d.err == nil {
 		// Only what the sink acknowledged is paced: a failure waits out
 		// its back-off instead.
@@ -398,7 +405,7 @@ func (a *actorState) finish(ctx actor.Context, d *done) {
 		}
 		a.circuitChanged(ctx, d.err, res.RetryAfter)
 		a.metrics.Outcome(a.cfg.Inventory, a.cfg.Key, a.cfg.Type, 0, 0, a.breaker.Failures())
-		a.cancelRetry = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(res.RetryAfter, ctx.Self(), retry{})
+		a.cancelRetry = a.after(ctx, res.RetryAfter, retry{})
 	}
 	res.Circuit, res.Failures = a.breaker.State(), a.breaker.Failures()
 	ctx.Send(ctx.Parent(), res)

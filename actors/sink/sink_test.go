@@ -12,9 +12,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/sink"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/model/rows"
 	"kollect.dev/kollect/sinks"
 )
@@ -97,10 +99,15 @@ func next(t *testing.T, ch chan *sink.Result) *sink.Result {
 	}
 }
 
+// Back-off and the circuit run on the binding's clock: a failed export is
+// retried only once its delay has passed, the circuit opens after
+// OpenAfter failures, and a snapshot offered meanwhile replaces the one
+// waiting.
 func TestOutageOpensTheCircuitAndRecoveryCatchesUp(t *testing.T) {
 	be := &flakyBackend{down: true}
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
 	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be),
-		BackoffBase: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond, OpenAfter: 2})
+		BackoffBase: 10 * time.Second, BackoffMax: 40 * time.Second, OpenAfter: 2, Clock: clk})
 	snap := snapshot(t, "a", "b")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
 
@@ -108,24 +115,31 @@ func TestOutageOpensTheCircuitAndRecoveryCatchesUp(t *testing.T) {
 	if r.Err == nil || r.Circuit != sink.Closed || r.Failures != 1 {
 		t.Fatalf("first failure: want error with circuit Closed, got %+v", r)
 	}
+	retryAfter := r.RetryAfter
+	if retryAfter <= 0 || retryAfter > 10*time.Second {
+		t.Fatalf("first retry delay %s outside (0, 10s]", retryAfter)
+	}
+	eventually.True(t, 5*time.Second, "the retry timer is set", clk.HasWaiters)
+	clk.Step(retryAfter - time.Millisecond)
+	if !clk.HasWaiters() || len(results) > 0 {
+		t.Fatalf("retried %s before its delay of %s", retryAfter-time.Millisecond, retryAfter)
+	}
+	clk.Step(time.Millisecond)
 	r = next(t, results)
 	if r.Err == nil || r.Circuit != sink.Open {
 		t.Fatalf("second failure: want the circuit Open, got %+v", r)
 	}
-	if r.RetryAfter <= 0 || r.RetryAfter > 40*time.Millisecond {
-		t.Errorf("retry delay %s outside (0, 40ms]", r.RetryAfter)
+	if r.RetryAfter <= 0 || r.RetryAfter > 40*time.Second {
+		t.Errorf("retry delay %s outside (0, 40s]", r.RetryAfter)
 	}
 	// A newer snapshot arrives during the outage; it replaces the old one.
 	newer := snapshot(t, "a", "b", "c")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: newer})
 	be.setDown(false)
-	for {
-		r = next(t, results)
-		if r.Err == nil {
-			break
-		}
-	}
-	if r.Circuit != sink.Closed || r.Ack.Rows != 3 {
+	eventually.True(t, 5*time.Second, "the second retry timer is set", clk.HasWaiters)
+	clk.Step(r.RetryAfter)
+	r = next(t, results)
+	if r.Err != nil || r.Circuit != sink.Closed || r.Ack.Rows != 3 {
 		t.Fatalf("after recovery: want circuit Closed and 3 rows acknowledged, got %+v", r)
 	}
 	if got := be.got(); len(got) != 1 || got[0] != newer.Checksum {
@@ -154,16 +168,25 @@ func TestNewestSnapshotReplacesUnsentOnesAndDuplicatesAreSkipped(t *testing.T) {
 	}
 }
 
+// The heartbeat: content the sink holds is exported again only once the
+// binding's interval has passed on its clock.
 func TestUnchangedSnapshotIsReExportedOnlyAfterTheInterval(t *testing.T) {
 	be := &flakyBackend{}
-	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be), Interval: 300 * time.Millisecond})
+	clk := testingclock.NewFakeClock(time.Unix(1_800_000_000, 0))
+	sys, pid, results := harness(t, sink.Config{Key: "snapshot/git", Backend: sinks.Whole(be), Interval: 5 * time.Minute, Clock: clk})
 	snap := snapshot(t, "a")
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snap})
 	first := next(t, results)
 	sys.Root.Send(pid, &sink.Offer{Snapshot: snap}) // same content, within the interval
+	eventually.True(t, 5*time.Second, "the heartbeat timer is set", clk.HasWaiters)
+	clk.Step(5*time.Minute - time.Second)
+	if !clk.HasWaiters() || len(results) > 0 {
+		t.Fatal("unchanged content re-exported before the interval")
+	}
+	clk.Step(time.Second)
 	second := next(t, results)
-	if gap := second.At.Sub(first.At); gap < 250*time.Millisecond {
-		t.Fatalf("unchanged content re-exported after %s, before the 300ms interval", gap)
+	if gap := second.At.Sub(first.At); gap != 5*time.Minute {
+		t.Fatalf("unchanged content re-exported %s after the first export, want the 5m interval", gap)
 	}
 	if got := be.got(); len(got) != 2 || got[0] != got[1] {
 		t.Fatalf("want the same snapshot exported twice (heartbeat), got %v", got)

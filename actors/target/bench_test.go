@@ -73,10 +73,10 @@ func benchPipeline(b *testing.B, sys *actor.ActorSystem, store informers.Store, 
 		b.Fatal(err)
 	}
 	rep := &countReporter{want: want, done: make(chan struct{}, 1)}
-	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil))
+	inv := sys.Root.Spawn(inventory.Props(rep, nil, "bench", nil, nil))
 	inbox := target.NewInbox(sys.Root, nil)
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
-	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench"))
+	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench", nil))
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: benchGVR, GVK: benchGVK, Store: store}},
 		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: benchGVK, Selection: &selection.Target{}, Extractor: ex}}})
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},

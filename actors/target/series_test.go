@@ -59,7 +59,7 @@ func TestSeriesAtMostOncePerInterval(t *testing.T) {
 			defer sys.Shutdown()
 			rep := &seriesReports{}
 			inbox := target.NewInbox(sys.Root, nil)
-			tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, rep, nil, "t"))
+			tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, rep, nil, "t", nil))
 			ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ns", Name: "t"}
 			sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},
 				Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex},

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -95,6 +94,7 @@ type actorState struct {
 	ns       Namespaces
 	reporter Reporter
 	metrics  *actors.Metrics
+	clock    actors.Clock
 
 	cfg *Config
 	// listed is true once the rows are a complete view of a configuration
@@ -115,7 +115,7 @@ type actorState struct {
 	series      *Series
 	seriesDirty bool
 	seriesAt    time.Time
-	seriesTimer scheduler.CancelFunc
+	seriesTimer func()
 }
 
 // seriesDue: the sample interval has passed since the last series.
@@ -154,10 +154,12 @@ func (s subscription) send(ctx actor.Context, m *messages.RowsChanged, end bool)
 	}
 }
 
-// Props builds the actor's props.
-func Props(inbox *Inbox, ns Namespaces, reporter Reporter, metrics *actors.Metrics, name string) *actor.Props {
+// Props builds the actor's props; clk is the engine's clock (nil: the
+// real one).
+func Props(inbox *Inbox, ns Namespaces, reporter Reporter, metrics *actors.Metrics, name string, clk actors.Clock) *actor.Props {
+	clk = actors.OrReal(clk)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &actorState{inbox: inbox, ns: ns, reporter: reporter, metrics: metrics,
+		return &actorState{inbox: inbox, ns: ns, reporter: reporter, metrics: metrics, clock: clk,
 			rows: map[objKey]*rows.Row{}, failures: map[objKey]string{}, subs: map[string]subscription{}}
 	}, actor.WithMailbox(actor.Unbounded(metrics.Mailbox("target", name)...)))
 }
@@ -208,7 +210,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 			span.SetAttributes(attribute.String(actors.AttrTarget, a.ref().String()), attribute.Int("kollect.events", len(d.events)),
 				attribute.Int("kollect.namespaces", len(d.namespaces)))
 		}
-		start := time.Now()
+		start := a.clock.Now()
 		var ups []*rows.Row
 		var dels []rows.Key
 		if len(d.namespaces) > 0 {
@@ -218,7 +220,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 		n := len(d.events)
 		a.inbox.recycle(d.events) // clears a full slice's map for the next
 		ups, dels = append(ups, u...), append(dels, gone...)
-		a.metrics.Dispatched(n, time.Since(start))
+		a.metrics.Dispatched(n, a.clock.Since(start))
 		a.countMismatches()
 		if span.IsRecording() {
 			span.SetAttributes(attribute.Int("kollect.rows.upserted", len(ups)), attribute.Int("kollect.rows.deleted", len(dels)))
@@ -595,13 +597,13 @@ func (a *actorState) maybeSeries(ctx actor.Context) {
 	if !a.seriesDirty || a.cfg == nil || a.reporter == nil {
 		return
 	}
-	if wait := a.cfg.SampleEvery - time.Since(a.seriesAt); !a.seriesAt.IsZero() && wait > 0 {
+	if wait := a.cfg.SampleEvery - a.clock.Since(a.seriesAt); !a.seriesAt.IsZero() && wait > 0 {
 		if a.seriesTimer == nil {
-			a.seriesTimer = scheduler.NewTimerScheduler(ctx.ActorSystem().Root).SendOnce(wait, ctx.Self(), seriesDue{})
+			a.seriesTimer = actors.SendAfter(a.clock, ctx.ActorSystem().Root, wait, ctx.Self(), seriesDue{})
 		}
 		return
 	}
-	a.series, a.seriesAt, a.seriesDirty = computeSeries(a.rows, a.cfg.Metrics), time.Now(), false
+	a.series, a.seriesAt, a.seriesDirty = computeSeries(a.rows, a.cfg.Metrics), a.clock.Now(), false
 	a.report()
 }
 

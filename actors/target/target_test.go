@@ -1,6 +1,7 @@
 package target_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/model/collect"
 	"kollect.dev/kollect/pipeline/model/extract"
 	"kollect.dev/kollect/pipeline/model/selection"
@@ -129,7 +131,7 @@ func newRigWith(t *testing.T, ns target.Namespaces, metrics *actors.Metrics) *ri
 		}
 	}))
 	r.inbox = target.NewInbox(r.sys.Root, metrics)
-	r.tgt = r.sys.Root.Spawn(target.Props(r.inbox, ns, r.rep, metrics, "t"))
+	r.tgt = r.sys.Root.Spawn(target.Props(r.inbox, ns, r.rep, metrics, "t", nil))
 	r.sys.Root.Send(r.tgt, &messages.Subscribe{Inventory: inv})
 	return r
 }
@@ -297,13 +299,12 @@ func dispatchCount(t *testing.T, reg *prometheus.Registry) uint64 {
 
 func waitFor(t *testing.T, ok func() bool, why func() string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal(why())
+	eventually.Check(t, 5*time.Second, "the condition", func() error {
+		if ok() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New(why())
+	})
 }
 
 // A target frozen in the middle of a burst says the burst ended, so no

@@ -108,8 +108,9 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		reporter = read
 	}
 	// The actor system logs through the manager's logger.
+	clk := actors.OrReal(o.Clock)
 	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), reporter, o.ExportBatchWindow,
-		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))))
+		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))), clk)
 	eng.SeriesEvery = o.MetricsSampleInterval
 	eng.Publish = read != nil
 	if err := mgr.Add(engineRunnable{inf: inf, eng: eng, read: read}); err != nil {
@@ -135,7 +136,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
 		return err
 	}
-	resolver := &inventory.Resolver{Client: c, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow, Metrics: cm,
+	resolver := &inventory.Resolver{Client: c, Clock: clk, MaxBytes: o.MaxExportBytes, Timeout: o.ExportTimeout, TimeoutPerRow: o.ExportTimeoutPerRow, Metrics: cm,
 		Backends: &backends.Cache{Registry: registry, StateDir: os.Getenv("KOLLECT_GIT_MIRROR_DIR")}}
 	ir := &inventory.Reconciler{Client: c, Engine: eng, Status: writer, Metrics: cm,
 		Tuning:   controllers.Tuning{Concurrency: o.ConcurrentInventory, RateLimit: o.ReconcileRateLimit},
@@ -157,10 +158,10 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("set up cluster inventory controller: %w", err)
 		}
 	}
-	if err := familysink.Setup(mgr, registry, cm, writer.Events); err != nil {
+	if err := familysink.Setup(mgr, registry, cm, writer.Events, clk); err != nil {
 		return fmt.Errorf("set up sink controllers: %w", err)
 	}
-	ctt := &connectiontest.Reconciler{Client: c, Prober: registry, Metrics: cm}
+	ctt := &connectiontest.Reconciler{Client: c, Prober: registry, Metrics: cm, Now: clk.Now}
 	if err := ctt.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up connection test controller: %w", err)
 	}

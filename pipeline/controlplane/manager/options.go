@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"kollect.dev/kollect/actors"
 )
 
 // LeaderElectionID is the Lease name shared with upstream deployments, so a
@@ -23,6 +25,10 @@ const DefaultMaxExportBytes = 1572864
 // upstream operator, so existing Deployments and Helm values keep working;
 // where Kollect differs the flag's help says so.
 type Options struct {
+	// Clock is the time the engine's actors and the reconcilers read and
+	// set their timers by (nil: the real clock); not a flag.
+	Clock actors.Clock
+
 	MetricsBindAddress string
 	MetricsSecure      bool
 	MetricsCertPath    string

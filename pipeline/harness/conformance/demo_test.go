@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
@@ -206,9 +207,5 @@ func atoi(s string) int {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !ok(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-	}
+	eventually.True(t, timeout, what, ok)
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"kollect.dev/kollect/internal/eventually"
 	"os"
 	"testing"
 	"time"
@@ -23,19 +24,9 @@ func Main(m *testing.M, env **Env) {
 	os.Exit(code)
 }
 
-// Eventually polls check every 100 ms until it returns nil, and fails the
-// test with what and the last error once timeout has passed.
+// Eventually polls check until it returns nil, and fails the test with
+// what and the last error once timeout has passed (eventually.Check).
 func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually.Check(t, timeout, what, check)
 }

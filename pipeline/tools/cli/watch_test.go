@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/tools/cli"
 	"kollect.dev/kollect/sinks/mongodb/mongotest"
 	"kollect.dev/kollect/sinks/objectstore/s3test"
@@ -45,14 +46,7 @@ func (s *syncBuffer) String() string {
 
 func waitFor(t *testing.T, what string, ok func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !ok() {
-		if time.Since(start) > 15*time.Second {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
+	return eventually.True(t, 15*time.Second, what, ok)
 }
 
 func setImage(t *testing.T, ns, name, image string) {

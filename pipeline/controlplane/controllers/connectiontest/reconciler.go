@@ -3,6 +3,7 @@ package connectiontest
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +59,7 @@ func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
-	return time.Now()
+	return clock.RealClock{}.Now()
 }
 
 // sinkOf names the one sink a test refers to.

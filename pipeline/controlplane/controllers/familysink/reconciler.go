@@ -3,6 +3,7 @@ package familysink
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/clock"
 	"strings"
 	"time"
 
@@ -63,6 +64,8 @@ type Reconciler struct {
 	Events events.EventRecorder
 	// New returns an empty object of the kind and its view as a sinkObject.
 	New func() (client.Object, sinkObject)
+	// Clock stamps previews (nil: the real clock).
+	Clock clock.PassiveClock
 }
 
 // family is one sink kind as Setup registers it.
@@ -92,9 +95,9 @@ func families() []family {
 
 // Setup registers the reconciler of each sink kind. A scope change
 // re-checks the sinks of its namespace (the Secrets they may read).
-func Setup(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder) error {
+func Setup(mgr ctrl.Manager, p Prober, m *controllers.Metrics, rec events.EventRecorder, clk clock.PassiveClock) error {
 	for _, f := range families() {
-		r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, New: f.new}
+		r := &Reconciler{Client: mgr.GetClient(), Prober: p, Metrics: m, RetryAfter: time.Minute, Events: rec, New: f.new, Clock: clk}
 		err := ctrl.NewControllerManagedBy(mgr).Named(f.name).
 			For(f.obj, builder.WithPredicates(controllers.SpecOrAnnotationsChanged())).
 			Watches(&kollectv1alpha1.KollectScope{}, m.AllIn(f.name, r.Client, f.list)).
@@ -113,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	common, st := obj.common()
-	if err := ApplyPreview(ctx, r.Client, raw, st, time.Now()); err != nil {
+	if err := ApplyPreview(ctx, r.Client, raw, st, r.now()); err != nil {
 		return reconcile.Result{}, err
 	}
 	forced := strings.EqualFold(strings.TrimSpace(raw.GetAnnotations()[TestConnectionAnnotation]), "true")
@@ -126,4 +129,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.Metrics.ConnectionTest(typ, probeErr == nil)
 	return RecordProbe(ctx, r.Client, raw, &st.Conditions, &st.ObservedGeneration, common.TLS, forced && !enabled,
 		Probe{OK: okMsg, Reason: reason, Err: probeErr}, r.RetryAfter, r.Events)
+}
+
+// now is the time by the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return clock.RealClock{}.Now()
+	}
+	return r.Clock.Now()
 }

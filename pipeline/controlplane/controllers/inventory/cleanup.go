@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func (e *CleanupError) Reason() string {
 // inventories); with none it has nothing to clean (Q23). The engine must have stopped the inventory's
 // actors first, so no export races this one.
 func (r *Resolver) Cleanup(ctx context.Context, b Bindings, id rows.Identity) error {
-	empty := rows.NewSnapshot(id, nil, time.Now())
+	empty := rows.NewSnapshot(id, nil, r.now())
 	var failures []string
 	terminal := true
 	for _, fam := range families(b.Refs) {
@@ -106,4 +107,12 @@ func families(refs kollectv1alpha1.SinkRefs) []family {
 		{"database", "KollectDatabaseSink", refs.DatabaseSinkRefs, func() client.Object { return &kollectv1alpha1.KollectDatabaseSink{} }},
 		{"event", "KollectEventSink", refs.EventSinkRefs, func() client.Object { return &kollectv1alpha1.KollectEventSink{} }},
 	}
+}
+
+// now is the time by the resolver's clock.
+func (r *Resolver) now() time.Time {
+	if r.Clock == nil {
+		return clock.RealClock{}.Now()
+	}
+	return r.Clock.Now()
 }

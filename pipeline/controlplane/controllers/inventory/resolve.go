@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/actors/sink"
@@ -20,6 +21,8 @@ import (
 type Resolver struct {
 	Client   client.Client
 	Backends *backends.Cache
+	// Clock is the manager's (nil: the real clock).
+	Clock clock.PassiveClock
 	// MaxBytes is the operator's export ceiling (--max-export-bytes), for
 	// bindings whose reference and inventory set none.
 	MaxBytes int64
