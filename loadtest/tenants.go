@@ -174,13 +174,16 @@ func RunTenants(ctx context.Context, o TenantsOptions) (*TenantsResult, error) {
 		return nil, err
 	}
 	defer func() { op.stop() }()
-	db, err := pgx.Connect(ctx, pg.DSN(""))
+	db, err := harnessConn(ctx, pg.DSN(""), "loadtest-harness")
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close(context.Background())
-	conns := &connSampler{db: db}
-	stopConns := conns.start(ctx)
+	conns := &connSampler{dsn: pg.DSN("")}
+	stopConns, err := conns.start(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	res := &TenantsResult{Tenants: o.Tenants, Objects: o.Objects}
 	smp := startSampler(op.Cmd.Process.Pid, fromEndpoint(op.MetricsAddr), nil, time.Second)
@@ -414,23 +417,41 @@ func lastCPU(samples []Sample) float64 {
 	return total + last
 }
 
+// harnessConn connects to the PostgreSQL server as the harness, under an
+// application name starting with "loadtest-", which the connection
+// sampler does not count.
+func harnessConn(ctx context.Context, dsn, name string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = name
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
 // connSampler samples the client connections the PostgreSQL server holds
-// for its database (not its autovacuum workers), less its own, and keeps
-// the peak.
+// for its database (not its autovacuum workers, nor the harness's own),
+// and keeps the peak. It queries on a connection of its own: a pgx.Conn
+// serves one goroutine, and one cancelled mid-query is closed.
 type connSampler struct {
-	db   *pgx.Conn
+	dsn  string
 	mu   sync.Mutex
 	peak int
 }
 
-func (c *connSampler) start(ctx context.Context) (stop func()) {
+func (c *connSampler) start(ctx context.Context) (stop func(), err error) {
+	db, err := harnessConn(ctx, c.dsn, "loadtest-sampler")
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer db.Close(context.Background())
 		for ctx.Err() == nil {
 			var n int
-			if err := c.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n); err == nil {
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'postgres' AND backend_type = 'client backend' AND application_name NOT LIKE 'loadtest-%'`).Scan(&n); err == nil {
 				c.mu.Lock()
 				c.peak = max(c.peak, n)
 				c.mu.Unlock()
@@ -438,7 +459,7 @@ func (c *connSampler) start(ctx context.Context) (stop func()) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() { cancel(); <-done }, nil
 }
 
 // reset returns the peak since the last reset.
