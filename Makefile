@@ -69,17 +69,27 @@ check-generated: generate
 		echo "$$drift"; git --no-pager diff --stat -- api deploy/crds $(CHART)/crds deploy/install.yaml; exit 1; \
 	fi
 
-lint:
+## golangci-lint, pinned in hack/lint (a module of its own), built once
+## into bin/ and rebuilt when its pin moves.
+GOLANGCI_LINT := bin/golangci-lint
+$(GOLANGCI_LINT): hack/lint/go.mod hack/lint/go.sum
+	$(GO) -C hack/lint build -o $(CURDIR)/$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+lint: $(GOLANGCI_LINT)
 	@unformatted="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) -C loadtest mod tidy -diff
 	$(GO) -C hack/image mod tidy -diff
+	$(GO) -C hack/lint mod tidy -diff
 	$(GO) vet ./...
 	$(GO) vet -tags $(INTEGRATION_TAGS) ./...
 	$(GO) -C loadtest vet ./...
 	$(GO) -C hack/image vet ./...
 	$(GO) vet -tags conformance ./pipeline/harness/conformance/
+	$(GOLANGCI_LINT) run ./...
+	cd loadtest && ../$(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	cd hack/image && ../../$(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 	bash hack/commits.sh
 
 ## test-prep: what the tests need, one line per build step (build output

@@ -114,7 +114,7 @@ func TestClusterModeAgainstAKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Stop()
+	defer func() { _ = cluster.Stop() }()
 	env := &testenv.Env{Config: cfg}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig, "elsewhere"); err != nil {

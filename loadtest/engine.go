@@ -208,7 +208,7 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	res.AllocsPerEvent = float64(after.Mallocs-before.Mallocs) / float64(res.Events)
 	res.Samples = smp.finish()
 	res.PeakRSSBytes, _, res.MaxMailbox = peaks(res.Samples)
-	evs = nil
+	runtime.KeepAlive(evs) // the events are garbage from here: the heap below holds the rows alone
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if after.HeapAlloc > base.HeapAlloc {

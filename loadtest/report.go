@@ -50,7 +50,7 @@ func machine() Machine {
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb int64
-		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+		_, _ = fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
 		m.MemoryMiB = kb / 1024
 	}
 	return m

@@ -310,6 +310,6 @@ func keyOf(ns, name string) types.NamespacedName {
 
 func atoi(s string) int {
 	n := 0
-	fmt.Sscan(s, &n)
+	_, _ = fmt.Sscan(s, &n)
 	return n
 }

@@ -247,13 +247,13 @@ func TestAFailedExportIsRetriedInFullUnderItsIDAndLaterExportsGetNewIDs(t *testi
 	a, b := snapshot(t, "a"), snapshot(t, "a", "b")
 	for _, s := range []*rows.Snapshot{a, b} {
 		sys.Root.Send(pid, &sink.Offer{Snapshot: s})
-		for next(t, results).Err != nil {
+		for next(t, results).Err != nil { //nolint:revive // until an export succeeds
 		}
 	}
 	a2, b2 := snapshot(t, "a"), snapshot(t, "a", "b") // the same contents again
 	for _, s := range []*rows.Snapshot{a2, b2} {
 		sys.Root.Send(pid, &sink.Offer{Snapshot: s})
-		for next(t, results).Err != nil {
+		for next(t, results).Err != nil { //nolint:revive // until an export succeeds
 		}
 	}
 	be.mu.Lock()
@@ -343,7 +343,7 @@ func TestEachCircuitTransitionIsLoggedOnce(t *testing.T) {
 		}
 	}
 	be.setDown(false)
-	for r := next(t, results); r.Err != nil; r = next(t, results) {
+	for r := next(t, results); r.Err != nil; r = next(t, results) { //nolint:revive // until an export succeeds
 	}
 	if failed := logs.matching("sink export failed: retrying"); failed != 1 {
 		t.Errorf("the failure streak was logged %d times, want once", failed)

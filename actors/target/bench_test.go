@@ -122,7 +122,7 @@ func BenchmarkRouterToInventory(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 
-	events = nil
+	runtime.KeepAlive(events) // the events stay live until the sink holds every row
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)

@@ -35,7 +35,8 @@ func main() {
 	res, err := demo.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
+		stop()
+		os.Exit(1) //nolint:gocritic // stop ran just above
 	}
 	fmt.Printf("demo: done in %s; %d commits in %s\n", time.Since(start).Round(100*time.Millisecond), res.Commits, res.Repo)
 }

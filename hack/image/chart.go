@@ -35,7 +35,7 @@ func Chart(helm, tgz, out string) (string, error) {
 	cmd.Env = append(os.Environ(), "HELM_REGISTRY_CONFIG="+filepath.Join(out, ".helm-registry.json"))
 	res, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("helm push: %v\n%s", err, res)
+		return "", fmt.Errorf("helm push: %w\n%s", err, res)
 	}
 	m := pushed.FindSubmatch(res)
 	if m == nil {

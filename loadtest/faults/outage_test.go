@@ -76,7 +76,7 @@ func apiServerPID(t *testing.T) int {
 		for _, a := range args {
 			if a == "--secure-port="+u.Port() {
 				var pid int
-				fmt.Sscan(d.Name(), &pid)
+				_, _ = fmt.Sscan(d.Name(), &pid)
 				return pid
 			}
 		}

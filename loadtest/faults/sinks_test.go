@@ -42,9 +42,9 @@ type tally struct {
 	lost, wrong, orphans, dups []string
 }
 
-func (want state) tally(got state) tally {
+func (s state) tally(got state) tally {
 	var t tally
-	for n, v := range want {
+	for n, v := range s {
 		switch g, ok := got[n]; {
 		case !ok:
 			t.lost = append(t.lost, n)
@@ -55,7 +55,7 @@ func (want state) tally(got state) tally {
 	for n := range got {
 		if d, ok := strings.CutPrefix(n, dupPrefix); ok {
 			t.dups = append(t.dups, d)
-		} else if _, live := want[n]; !live {
+		} else if _, live := s[n]; !live {
 			t.orphans = append(t.orphans, n)
 		}
 	}
@@ -64,9 +64,9 @@ func (want state) tally(got state) tally {
 
 func (t tally) zero() bool { return len(t.lost)+len(t.wrong)+len(t.orphans)+len(t.dups) == 0 }
 
-// diff describes how got differs from want ("" when equal).
-func (want state) diff(got state) string {
-	t := want.tally(got)
+// diff describes how got differs from s, the state wanted ("" when equal).
+func (s state) diff(got state) string {
+	t := s.tally(got)
 	if t.zero() {
 		return ""
 	}

@@ -66,12 +66,12 @@ func (l Layout) segment(v string) string {
 	v = separators.ReplaceAllString(v, "-")
 	v = dots.ReplaceAllString(v, "-")
 	v = strings.Trim(v, ".-")
-	max := l.MaxSegment
-	if max <= 0 {
-		max = 63
+	limit := l.MaxSegment
+	if limit <= 0 {
+		limit = 63
 	}
-	if len(v) > max {
-		v = strings.Trim(v[:max], ".-")
+	if len(v) > limit {
+		v = strings.Trim(v[:limit], ".-")
 	}
 	return v
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +131,7 @@ func (s *Sink) ownedCommit(id rows.Identity, ch *ownedChange) (ownedList, error)
 	if err != nil {
 		return ownedList{}, err
 	}
-	objects := append(edit.trees, empty, th, commit)
+	objects := append(slices.Clip(edit.trees), empty, th, commit) // never into edit.trees' spare capacity
 	return ownedList{ref: s.cfg.Layout.ownedRef(id), commit: commit, tree: th, files: files, objects: objects,
 		edited: base.hash != plumbing.ZeroHash, superseded: edit.replaced}, nil
 }

@@ -90,6 +90,6 @@ func TestASplitExportIsOneCommitOfPartDocuments(t *testing.T) {
 
 func atoi(s string) int {
 	n := 0
-	fmt.Sscan(s, &n)
+	_, _ = fmt.Sscan(s, &n)
 	return n
 }

@@ -119,7 +119,7 @@ func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates
 	status, err := sess.ReceivePack(ctx, req)
 	if err != nil {
 		_ = pack.CloseWithError(err)
-		<-encoded
+		_ = <-encoded
 		return err
 	}
 	if err := <-encoded; err != nil {

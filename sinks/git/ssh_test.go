@@ -76,13 +76,13 @@ func serveSSH(c net.Conn, cfg *ssh.ServerConfig) {
 			defer ch.Close()
 			for req := range requests {
 				if req.Type != "exec" {
-					req.Reply(false, nil)
+					_ = req.Reply(false, nil)
 					continue
 				}
 				var payload struct{ Command string }
 				_ = ssh.Unmarshal(req.Payload, &payload)
 				prog, arg, _ := strings.Cut(payload.Command, " ")
-				req.Reply(true, nil)
+				_ = req.Reply(true, nil)
 				cmd := exec.Command("git", strings.TrimPrefix(prog, "git-"), strings.Trim(arg, "'"))
 				cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
 				status := uint32(0)
@@ -91,7 +91,7 @@ func serveSSH(c net.Conn, cfg *ssh.ServerConfig) {
 				}
 				b := make([]byte, 4)
 				binary.BigEndian.PutUint32(b, status)
-				ch.SendRequest("exit-status", false, b)
+				_, _ = ch.SendRequest("exit-status", false, b)
 				return
 			}
 		}()

@@ -43,7 +43,7 @@ func (s *Sink) record(ctx context.Context, id rows.Identity) (*ownedRecord, stri
 	}
 	var rec ownedRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, br, "", sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%v): remove it", s.ownedPath(id), br, err))
+		return nil, br, "", sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%w): remove it", s.ownedPath(id), br, err))
 	}
 	return &rec, br, git.BlobID(raw), nil
 }

@@ -237,7 +237,7 @@ func (s *Sink) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.Pa
 		switch {
 		case err == nil && !relist:
 			if err := json.Unmarshal(raw, &last); err != nil {
-				return sinks.Ack{}, sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%v): remove it", ownedPath, ref, err))
+				return sinks.Ack{}, sinks.Permanent(fmt.Errorf("%s on %s is not a Kollect record (%w): remove it", ownedPath, ref, err))
 			}
 			owned = last.Files
 			if exists && last.Checksum == snap.Checksum && len(snap.Rows) > 0 {

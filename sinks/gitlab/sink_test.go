@@ -100,10 +100,7 @@ func testGitLabConformance(t *testing.T, start func(gitlabtest.TB) *gitlabtest.S
 				},
 				// Version counts the commits that touched the inventory's
 				// files or record.
-				Version: func(t *testing.T, id rows.Identity, cluster string) string {
-					if cluster == "" {
-						cluster = "default"
-					}
+				Version: func(t *testing.T, id rows.Identity, _ string) string {
 					n := 0
 					for _, cm := range srv.Commits(project, "main") {
 						for _, a := range cm.Actions {

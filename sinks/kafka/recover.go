@@ -157,7 +157,7 @@ func (r *partitionReader) lookup(ctx context.Context) error {
 	}
 	td, ok := ts[r.topic]
 	if !ok || td.Err != nil {
-		return fmt.Errorf("describe topic %s: %v", r.topic, td.Err)
+		return fmt.Errorf("describe topic %s: %w", r.topic, td.Err)
 	}
 	r.id, r.leader = td.ID, map[int32]int32{}
 	for p, pd := range td.Partitions {
@@ -175,7 +175,7 @@ func (r *partitionReader) read(ctx context.Context, p int32, from, to int64, eac
 			return err
 		}
 		if time.Since(lastProgress) > r.stallAfter {
-			return fmt.Errorf("read partition %d of %s: no progress at offset %d of %d for %s (%v); retrying", p, r.topic, pos, to, r.stallAfter, lastErr)
+			return fmt.Errorf("read partition %d of %s: no progress at offset %d of %d for %s (%v); retrying", p, r.topic, pos, to, r.stallAfter, lastErr) //nolint:errorlint // the last fetch error is context; the stall is what failed
 		}
 		next, err := r.fetch(ctx, p, pos, each)
 		switch {

@@ -33,8 +33,8 @@ func ParseEndpoint(raw string, schemes ...string) (Endpoint, error) {
 		scheme, rest = "", raw
 	}
 	var e Endpoint
-	switch {
-	case scheme == "http" || scheme == "https":
+	switch scheme {
+	case "http", "https":
 		u, err := url.Parse(raw)
 		if err != nil {
 			return e, fmt.Errorf("spec.endpoint %q: %w", raw, err)
@@ -44,7 +44,7 @@ func ParseEndpoint(raw string, schemes ...string) (Endpoint, error) {
 		}
 		e.BaseURL = u.Scheme + "://" + u.Host
 		rest = strings.TrimPrefix(u.Path, "/")
-	case scheme == "":
+	case "":
 	default:
 		ok := false
 		for _, s := range schemes {

@@ -109,7 +109,7 @@ func OpenAzure(ctx context.Context, t AzureTarget, data map[string][]byte, hc *h
 		key := first(data, azureKeyKeys...)
 		cred, cerr := azblob.NewSharedKeyCredential(t.Account, key)
 		if cerr != nil {
-			return nil, nil, fmt.Errorf("the Secret's accountKey is not a storage account key: %v", cerr)
+			return nil, nil, fmt.Errorf("the Secret's accountKey is not a storage account key: %w", cerr)
 		}
 		c, err = container.NewClientWithSharedKeyCredential(t.ContainerURL, cred, opts)
 		redact = []string{key}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -219,11 +220,7 @@ func decode(t *testing.T, key, encoding string, body []byte) []string {
 	}
 	switch {
 	case strings.HasSuffix(key, ".ndjson"):
-		var out []string
-		for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-			out = append(out, l)
-		}
-		return out
+		return strings.Split(strings.TrimSpace(string(body)), "\n")
 	case strings.HasSuffix(key, ".parquet"):
 		return fromParquet(t, body)
 	}
@@ -260,7 +257,7 @@ func fromParquet(t *testing.T, body []byte) []string {
 	defer r.Close()
 	recs := make([]pqRow, f.NumRows())
 	n, err := r.Read(recs)
-	if err != nil && err != io.EOF || n != len(recs) {
+	if err != nil && !errors.Is(err, io.EOF) || n != len(recs) {
 		t.Fatalf("read %d of %d parquet rows: %v", n, len(recs), err)
 	}
 	var out []string

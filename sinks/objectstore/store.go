@@ -365,7 +365,7 @@ func (s *Store) readJSON(ctx context.Context, key string, v any) (bool, error) {
 		return false, fmt.Errorf("read %s: %w", key, err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return false, sinks.Permanent(fmt.Errorf("%s is not a Kollect manifest (%v): remove it, or point the sink elsewhere", key, err))
+		return false, sinks.Permanent(fmt.Errorf("%s is not a Kollect manifest (%w): remove it, or point the sink elsewhere", key, err))
 	}
 	return true, nil
 }

@@ -64,7 +64,7 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 
 // apply server-side applies one document through the API server (and so
 // through the webhooks) and returns the error and the warnings.
-func apply(t *testing.T, doc string) (error, []string) {
+func apply(t *testing.T, doc string) ([]string, error) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
@@ -79,13 +79,13 @@ func apply(t *testing.T, doc string) (error, []string) {
 	}
 	err = c.Patch(context.Background(), u, client.Apply, client.ForceOwnership, client.FieldOwner("test"),
 		client.FieldValidation(metav1.FieldValidationStrict))
-	return err, w.seen
+	return w.seen, err
 }
 
 func mustApply(t *testing.T, docs ...string) {
 	t.Helper()
 	for _, d := range docs {
-		if err, _ := apply(t, d); err != nil {
+		if _, err := apply(t, d); err != nil {
 			t.Fatalf("apply: %v\n%s", err, d)
 		}
 	}
@@ -256,7 +256,7 @@ spec: {sinkRef: {snapshotSinkRef: a, databaseSinkRef: b}}`, "set exactly one of"
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err, warns := apply(t, tc.doc)
+			warns, err := apply(t, tc.doc)
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -286,7 +286,7 @@ metadata: {name: rollup}
 spec:
   targetRefs: [everything]
   namespaceSelector: {matchLabels: {team: a}}`} {
-		if err, _ := apply(t, doc); err == nil || !strings.Contains(err.Error(), "tenant mode") {
+		if _, err := apply(t, doc); err == nil || !strings.Contains(err.Error(), "tenant mode") {
 			t.Fatalf("want a tenant-mode rejection, got %v", err)
 		}
 	}
@@ -378,7 +378,7 @@ metadata: {name: own, namespace: team-b}
 spec: {profileRef: configmaps, includedNamespaces: [team-b]}`); err != nil {
 		t.Fatalf("team-b's own target: %v", err)
 	}
-	err, warns := apply(t, `apiVersion: kollect.dev/v1alpha1
+	warns, err := apply(t, `apiVersion: kollect.dev/v1alpha1
 kind: KollectDatabaseSink
 metadata: {name: borrowed, namespace: team-b}
 spec:

@@ -183,6 +183,6 @@ spec:
 
 func atoi(s string) int {
 	n := 0
-	fmt.Sscan(s, &n)
+	_, _ = fmt.Sscan(s, &n)
 	return n
 }

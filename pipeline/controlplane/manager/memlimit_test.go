@@ -82,7 +82,7 @@ func TestLimitFilesStartWithTheProcesssOwnCgroup(t *testing.T) {
 		{"nothing readable", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := append(tc.want, cgroupRootLimitFiles...)
+			want := slices.Concat(tc.want, cgroupRootLimitFiles)
 			if got := limitFiles(strings.ReplaceAll(tc.self, `\n`, "\n")); !slices.Equal(got, want) {
 				t.Errorf("limitFiles = %q, want %q", got, want)
 			}

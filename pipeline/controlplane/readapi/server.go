@@ -68,7 +68,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	states, ok := s.states(w, r.Context())
+	states, ok := s.states(r.Context(), w)
 	if ok {
 		s.write(w, http.StatusOK, summarize(states, f))
 	}
@@ -108,7 +108,7 @@ func (s *Server) filter(w http.ResponseWriter, r *http.Request) (Filter, bool) {
 
 // states returns the stored states of inventories that exist, and forgets
 // those of inventories deleted since.
-func (s *Server) states(w http.ResponseWriter, ctx context.Context) ([]*State, bool) {
+func (s *Server) states(ctx context.Context, w http.ResponseWriter) ([]*State, bool) {
 	var list kollectv1alpha1.KollectInventoryList
 	if err := s.Reader.List(ctx, &list); err != nil {
 		s.fail(w, http.StatusServiceUnavailable, err)

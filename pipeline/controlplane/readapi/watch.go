@@ -24,7 +24,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 	}
 	watcher, stop := s.Store.Watch() // before the first frame: no change falls between
 	defer stop()
-	states, ok := s.states(w, r.Context())
+	states, ok := s.states(r.Context(), w)
 	if !ok {
 		return
 	}

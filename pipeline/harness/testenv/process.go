@@ -156,7 +156,7 @@ func (p *Process) Stop(grace time.Duration) (time.Duration, error) {
 	start := time.Now()
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case _ = <-p.done:
 		return time.Since(start), nil
 	case <-time.After(grace):
 		p.Kill()

@@ -233,7 +233,7 @@ func (u *Upstream) Tail(n int) string {
 func (u *Upstream) Stop() {
 	_ = u.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-u.done:
+	case _ = <-u.done:
 	case <-time.After(30 * time.Second):
 		_ = u.cmd.Process.Kill()
 	}

@@ -43,7 +43,7 @@ func (e *Env) ServeWebhooks(o admission.Options) (stop func(), err error) {
 		cancel()
 		return nil, err
 	}
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); _ = <-done }, nil
 }
 
 // WebhookFlags are the manager flags that serve the webhooks of a

@@ -46,7 +46,7 @@ func (p Policy) DialContext(ctx context.Context, network, address string) (net.C
 	if err != nil {
 		return nil, fmt.Errorf("resolve endpoint host %q: %w", host, err)
 	}
-	var last error = fmt.Errorf("endpoint host %q resolves to no address", host)
+	last := fmt.Errorf("endpoint host %q resolves to no address", host)
 	for _, a := range addrs {
 		c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
 		if err == nil {

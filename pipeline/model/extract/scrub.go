@@ -31,7 +31,7 @@ func (s *Scrubber) Value(v any) any {
 	case map[string]any:
 		var out map[string]any
 		for k, val := range v {
-			nv := val
+			var nv any
 			if s.sensitive(k, val) {
 				nv = redacted()
 			} else {

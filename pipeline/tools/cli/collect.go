@@ -168,7 +168,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 			case o.outputDir != "":
 				res.writeTo(o.outputDir, several, o.dryRun, stdout, log)
 			case o.watch:
-				if err := print(stdout, o.output, res.records); err != nil {
+				if err := printRecords(stdout, o.output, res.records); err != nil {
 					return fatal("write output: %v", err)
 				}
 				if res.code() == 2 {
@@ -186,7 +186,7 @@ func runCollect(ctx context.Context, o collectOptions, stdout, stderr io.Writer)
 		worst = max(worst, code)
 	}
 	if sink == nil && o.outputDir == "" {
-		if err := print(stdout, o.output, printed); err != nil {
+		if err := printRecords(stdout, o.output, printed); err != nil {
 			return fatal("write output: %v", err)
 		}
 	}

@@ -138,22 +138,22 @@ func (o collectOptions) collectContext(ctx context.Context, cfg *Config, loading
 
 // collect lists and evaluates every target of cfg with the run's
 // collector.
-func (res *contextRun) collect(ctx context.Context, cfg *Config, log io.Writer) {
-	name, cluster := res.name, res.cluster
-	if err := res.c.loadNamespaces(ctx); err != nil {
-		res.err = err
+func (r *contextRun) collect(ctx context.Context, cfg *Config, log io.Writer) {
+	name, cluster := r.name, r.cluster
+	if err := r.c.loadNamespaces(ctx); err != nil {
+		r.err = err
 		return
 	}
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
-		tr, err := res.c.collectTarget(ctx, cfg, t)
+		tr, err := r.c.collectTarget(ctx, cfg, t)
 		if err != nil {
-			res.failed++
+			r.failed++
 			fmt.Fprintf(log, "error: KollectTarget %s/%s: %v\n", t.Namespace, t.Name, err)
 			continue
 		}
-		res.runs = append(res.runs, tr)
-		res.records = append(res.records, tr.record(name, cluster))
+		r.runs = append(r.runs, tr)
+		r.records = append(r.records, tr.record(name, cluster))
 	}
 }
 

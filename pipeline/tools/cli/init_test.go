@@ -110,8 +110,8 @@ func (term *terminal) result() error {
 }
 
 const (
-	enter = "\r"
-	clear = "\x15" // ctrl+u: the line so far
+	enter     = "\r"
+	clearLine = "\x15" // ctrl+u: the line so far
 )
 
 func TestInitWritesAProfileAndTargetThatCollect(t *testing.T) {
@@ -121,9 +121,9 @@ func TestInitWritesAProfileAndTargetThatCollect(t *testing.T) {
 	term.waitFor("Which kind should the inventory collect?")
 	term.keys("/", "Deployment (apps/v1)", enter)
 	term.waitFor("Attributes to keep (sampled from")
-	term.keys("/", "$.spec.replicas", enter, "x", "/", clear, "containers[0].image", enter, "x", enter)
+	term.keys("/", "$.spec.replicas", enter, "x", "/", clearLine, "containers[0].image", enter, "x", enter)
 	term.waitFor("Name of the profile and target")
-	term.keys(clear, "shop-images", enter, clear, "ops", enter, "cli-a, cli-b", enter)
+	term.keys(clearLine, "shop-images", enter, clearLine, "ops", enter, "cli-a, cli-b", enter)
 	if err := term.result(); err != nil {
 		t.Fatalf("init: %v\n%s", err, term.screen())
 	}
@@ -185,7 +185,7 @@ func TestInitSamplesSecretsOnlyAfterAConfirmation(t *testing.T) {
 		term.waitFor("Attributes to keep")
 		term.keys("/", "data.password", enter, "x", enter)
 		term.waitFor("Name of the profile and target")
-		term.keys(clear, "db-secrets", enter, clear, "ops", enter, "cli-a", enter)
+		term.keys(clearLine, "db-secrets", enter, clearLine, "ops", enter, "cli-a", enter)
 		if err := term.result(); err != nil {
 			t.Fatalf("init: %v\n%s", err, term.screen())
 		}

@@ -13,7 +13,7 @@ import (
 	"kollect.dev/kollect/pipeline/model/rows"
 )
 
-func print(w io.Writer, format string, records []record) error {
+func printRecords(w io.Writer, format string, records []record) error {
 	switch format {
 	case "ndjson":
 		for _, r := range records {

@@ -50,10 +50,10 @@ func start(dir, bin string, args ...string) (*process, error) {
 func (p *process) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case _ = <-p.done:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		_ = <-p.done
 	}
 }
 

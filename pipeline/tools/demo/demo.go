@@ -168,7 +168,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	count, _ := git(res.Repo, "rev-list", "--count", "main")
-	fmt.Sscan(count, &res.Commits)
+	_, _ = fmt.Sscan(count, &res.Commits)
 	log, _ := git(res.Repo, "log", "--stat", "--format=%n%h %s", "main")
 	diff, _ := git(res.Repo, "diff", "--stat", "-p", base, "main")
 	var inv unstructured.Unstructured

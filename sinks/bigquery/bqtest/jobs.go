@@ -3,6 +3,7 @@ package bqtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -265,7 +266,7 @@ func readMultipart(r *http.Request) (*bq.Job, []byte, error) {
 	var parts [][]byte
 	for {
 		p, err := mr.NextPart()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -116,10 +116,10 @@ func (s *Server) Stop() {
 	// ask it to stop, as an outage of a real service keeps its data.
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-s.exited:
+	case _ = <-s.exited:
 	case <-time.After(15 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-s.exited
+		_ = <-s.exited
 	}
 	s.cmd = nil
 }

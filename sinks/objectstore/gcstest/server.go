@@ -77,10 +77,11 @@ type Stored struct {
 
 // Objects reads every object under prefix, by name.
 func (s *Server) Objects(bucket, prefix string) (map[string]Stored, error) {
-	attrs, _, err := s.fake.ListObjectsWithOptions(bucket, fakestorage.ListOptions{Prefix: prefix})
+	resp, err := s.fake.ListObjectsWithOptionsPaginated(bucket, fakestorage.ListOptions{Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
+	attrs := resp.Objects
 	out := make(map[string]Stored, len(attrs))
 	for _, a := range attrs {
 		o, err := s.fake.GetObject(bucket, a.Name)

@@ -167,10 +167,10 @@ func (s *Server) Stop() {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case <-s.done:
+	case _ = <-s.done:
 	case <-time.After(15 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-s.done
+		_ = <-s.done
 	}
 	s.cmd = nil
 }
@@ -221,8 +221,8 @@ func binDir() (string, error) {
 		}
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Dir(real), nil
+		if target, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(target), nil
 		}
 	}
 	return "", fmt.Errorf("PostgreSQL server binaries not found; run 'make test-deps' (installs Debian's postgresql package)")
