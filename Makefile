@@ -155,7 +155,7 @@ loadtest: envtest-assets test-deps
 
 ## bench: the sink and engine benchmarks (figures in docs/performance.md).
 bench: test-deps
-	$(GO) test -tags $(INTEGRATION_TAGS) -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./pipeline/model/extract/
+	$(GO) test -tags $(INTEGRATION_TAGS) -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./sinks/... ./actors/... ./model/extract/
 
 ## faults: the fault-injection suite (loadtest/faults) with more objects,
 ## then its report: per fault and sink, rows lost, wrong, orphaned and
@@ -170,7 +170,7 @@ faults: envtest-assets test-deps
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora run in make test).
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./pipeline/model/extract:FuzzExtract ./pipeline/model/rows:FuzzEncodeIsEncodingJSON \
+FUZZ_TARGETS := ./model/extract:FuzzExtract ./model/rows:FuzzEncodeIsEncodingJSON \
 	./sinks/git:FuzzLayoutPaths ./pipeline/tools/manifests:FuzzDecodeEveryKind
 fuzz:
 	for t in $(FUZZ_TARGETS); do \

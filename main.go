@@ -26,7 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/manager"
 	"kollect.dev/kollect/pipeline/tools/cli"
 )
 

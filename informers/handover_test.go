@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/projection"
+	"kollect.dev/kollect/model/projection"
 )
 
 // relister records events and counts the requests to list again.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"kollect.dev/kollect/pipeline/model/projection"
+	"kollect.dev/kollect/model/projection"
 )
 
 // Store reads the cached objects of one GVR.

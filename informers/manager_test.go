@@ -23,8 +23,8 @@ import (
 
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/internal/eventually"
+	"kollect.dev/kollect/model/projection"
 	"kollect.dev/kollect/pipeline/harness/testenv"
-	"kollect.dev/kollect/pipeline/model/projection"
 )
 
 var env *testenv.Env

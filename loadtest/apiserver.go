@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/deploy/crds"
-	"kollect.dev/kollect/pipeline/controlplane/manager"
 	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/pipeline/manager"
 	"kollect.dev/kollect/pipeline/tools/manifests"
 )
 

@@ -22,10 +22,10 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 )
 
 // EngineResult is what an engine-mode run measured.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // TestEngineModeLosesNothing: a short engine run delivers every final row

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Claims is a backend that records, for each inventory it holds rows of,

@@ -9,7 +9,7 @@ import (
 	"net"
 	"strings"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Ack is what a backend confirms it holds after an export.

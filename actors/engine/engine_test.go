@@ -34,10 +34,10 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 	"kollect.dev/kollect/pipeline/harness/testenv"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 )

@@ -18,9 +18,9 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 	"kollect.dev/kollect/sinks"
 )
 

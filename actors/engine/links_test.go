@@ -7,7 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"kollect.dev/kollect/actors/messages"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // TestATargetReachesOnlyTheInventoriesThatReadIt: a team's target starting

@@ -14,9 +14,9 @@ import (
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 )
 
 // TestNothingStartsOnceStopped: a reconcile that runs during the manager's

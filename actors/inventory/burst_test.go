@@ -13,7 +13,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/internal/eventually"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -12,7 +12,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/pace"
 	"kollect.dev/kollect/actors/sink"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

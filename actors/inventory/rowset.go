@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"kollect.dev/kollect/actors/messages"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // rowSet aggregates the rows of an inventory's targets, and keeps them in

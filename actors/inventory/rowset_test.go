@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"kollect.dev/kollect/actors/messages"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 func TestRowSet(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Each target namespace's rows of a snapshot get the items fingerprint of

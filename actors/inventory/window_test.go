@@ -11,7 +11,7 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/internal/eventually"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // The batch window (the debounce of an inventory's exports) runs on the

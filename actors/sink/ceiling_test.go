@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"kollect.dev/kollect/actors/sink"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Debounce decides when a binding exports: a material

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"kollect.dev/kollect/actors/sink"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 func TestDebounce(t *testing.T) {

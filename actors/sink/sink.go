@@ -15,7 +15,7 @@ import (
 
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/pace"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -17,7 +17,7 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/internal/eventually"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 )
 
 type boomNamespaces struct{}

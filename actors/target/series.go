@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Metric is one profile series (KollectProfile spec.metrics): the sum of a numeric attribute over the target's rows, and, with

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 func seriesRows(t *testing.T, attrs ...map[string]any) map[objKey]*rows.Row {

@@ -12,9 +12,9 @@ import (
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/selection"
 )
 
 // seriesReports keeps every distinct Series a target reported.

@@ -19,9 +19,9 @@ import (
 	"kollect.dev/kollect/actors"
 	"kollect.dev/kollect/actors/messages"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/rows"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/model/selection"
 )
 
 // Source is one GVR the target reads, with its cached objects.

@@ -22,9 +22,9 @@ import (
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/internal/eventually"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/extract"
-	"kollect.dev/kollect/pipeline/model/selection"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/extract"
+	"kollect.dev/kollect/model/selection"
 )
 
 // panickyNamespaces panics when asked about namespace "boom": a stand-in

@@ -30,7 +30,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/controlplane/admission"
+	"kollect.dev/kollect/pipeline/admission"
 	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/bigquery/bqtest"
 )

@@ -7,7 +7,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

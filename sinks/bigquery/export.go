@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

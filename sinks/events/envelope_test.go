@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/sinktest"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/git"
 )
 

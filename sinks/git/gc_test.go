@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/git"
 )
 

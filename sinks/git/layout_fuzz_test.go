@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // FuzzLayoutPaths renders item and document paths from arbitrary templates

@@ -3,7 +3,7 @@ package git
 import (
 	"strings"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Rendered is what an export of a snapshot would write, without a remote:

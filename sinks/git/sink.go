@@ -18,7 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/gitlab"

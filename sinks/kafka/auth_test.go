@@ -18,7 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/kafka"
 	"kollect.dev/kollect/sinks/sinktest"

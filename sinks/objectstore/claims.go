@@ -7,7 +7,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
 

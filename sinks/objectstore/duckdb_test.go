@@ -12,7 +12,7 @@ import (
 
 	"gocloud.dev/blob/fileblob"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/sinktest"
 )

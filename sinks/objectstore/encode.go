@@ -18,7 +18,7 @@ import (
 	pqsnappy "github.com/parquet-go/parquet-go/compress/snappy"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 )
 
 // Formats and compressions.

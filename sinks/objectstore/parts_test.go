@@ -10,7 +10,7 @@ import (
 
 	"gocloud.dev/blob/memblob"
 
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
 	"kollect.dev/kollect/sinks/sinktest"
 )

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controlplane/backends"
+	"kollect.dev/kollect/pipeline/backends"
 	"kollect.dev/kollect/sinks/bigquery/bqtest"
 	"kollect.dev/kollect/sinks/mongodb/mongotest"
 )

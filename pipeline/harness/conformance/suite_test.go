@@ -22,9 +22,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/controlplane/admission"
+	"kollect.dev/kollect/model/endpoint"
+	"kollect.dev/kollect/pipeline/admission"
 	"kollect.dev/kollect/pipeline/harness/testenv"
-	"kollect.dev/kollect/pipeline/model/endpoint"
 )
 
 var (

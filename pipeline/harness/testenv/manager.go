@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/manager"
 )
 
 // Manager is a running kollect manager.

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"kollect.dev/kollect/pipeline/controlplane/admission"
-	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/admission"
+	"kollect.dev/kollect/pipeline/manager"
 )
 
 // Env is a running control plane.

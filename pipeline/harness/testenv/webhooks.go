@@ -10,8 +10,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"kollect.dev/kollect/pipeline/controlplane/admission"
-	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/admission"
+	"kollect.dev/kollect/pipeline/manager"
 )
 
 // ServeWebhooks serves Kollect's validating webhooks for a control plane

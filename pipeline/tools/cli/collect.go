@@ -18,9 +18,9 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/compile"
-	"kollect.dev/kollect/pipeline/model/collect"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/collect"
+	"kollect.dev/kollect/model/compile"
+	"kollect.dev/kollect/model/rows"
 )
 
 // ExitError carries the exit code of a command: 1 partial, 2 fatal.

@@ -18,7 +18,7 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
-	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/model/compile"
 	"kollect.dev/kollect/pipeline/tools/manifests"
 )
 

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/compile"
+	"kollect.dev/kollect/model/compile"
 )
 
 // InitOptions configure `kollect init`. In and Out are the terminal the

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controlplane/backends"
-	"kollect.dev/kollect/pipeline/model/endpoint"
-	"kollect.dev/kollect/pipeline/model/rows"
+	"kollect.dev/kollect/model/endpoint"
+	"kollect.dev/kollect/model/rows"
+	"kollect.dev/kollect/pipeline/backends"
 	"kollect.dev/kollect/sinks"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controlplane/manager"
+	"kollect.dev/kollect/pipeline/manager"
 	"kollect.dev/kollect/pipeline/tools/manifests"
 )
 

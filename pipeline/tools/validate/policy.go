@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/controlplane/admission"
-	"kollect.dev/kollect/pipeline/model/endpoint"
+	"kollect.dev/kollect/model/endpoint"
+	"kollect.dev/kollect/pipeline/admission"
 )
 
 // policy runs the webhooks' policy rules offline: the scopes, profiles and

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/compile"
-	"kollect.dev/kollect/pipeline/model/extract"
+	"kollect.dev/kollect/model/compile"
+	"kollect.dev/kollect/model/extract"
 )
 
 // semantics runs the operator's own compilers on a document: what would
