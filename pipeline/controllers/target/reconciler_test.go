@@ -20,7 +20,7 @@ import (
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
-	tgtpkg "kollect.dev/kollect/actors/target"
+	targetactor "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controllers/target"
@@ -110,7 +110,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 				if meta.FindStatusCondition(got.Status.Conditions, status.TypeReady) != nil {
 					t.Errorf("Ready before any report: %+v", got.Status.Conditions)
 				}
-				w.TargetReport(tgtpkg.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "team-a", Name: "t"}, Count: 3})
+				w.TargetReport(targetactor.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "team-a", Name: "t"}, Count: 3})
 				if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 					t.Fatal(err)
 				}
@@ -151,7 +151,7 @@ func TestStatusListsTheFirstNamespacesAndCountsThemAll(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
-	w.TargetReport(tgtpkg.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "ns-000", Name: "t"}})
+	w.TargetReport(targetactor.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "ns-000", Name: "t"}})
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
