@@ -31,7 +31,7 @@ func postgresType() Type {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
+			cfg.Dial, cfg.Clients, cfg.Clock = GuardedDial(env.Policy), env.Clients, env.Clock
 			return postgres.New(cfg)
 		}}
 }
@@ -44,7 +44,7 @@ func mongodbType() Type {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
+			cfg.Dial, cfg.Clients, cfg.Clock = GuardedDial(env.Policy), env.Clients, env.Clock
 			return mongodb.New(cfg)
 		}}
 }
@@ -91,7 +91,7 @@ func bigqueryType() Type {
 			}
 			ca := sha256.Sum256(creds.CA)
 			cfg.Transport = fmt.Sprintf("ca=%x insecure=%t", ca, insecure)
-			cfg.Ambient, cfg.Clients = env.Ambient, env.Clients
+			cfg.Ambient, cfg.Clients, cfg.Clock = env.Ambient, env.Clients, env.Clock
 			b, err := bigquery.New(ctx, cfg)
 			if err != nil {
 				return nil, err

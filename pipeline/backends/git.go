@@ -44,6 +44,7 @@ func buildGit(ctx context.Context, obj client.Object, creds Credentials, env Env
 	if err != nil {
 		return nil, err
 	}
+	cfg.Clock = env.Clock
 	if len(creds.CA) > 0 {
 		cfg.CABundle = creds.CA // tls.caBundle, or the PEM tls.caSecretRef names
 	}

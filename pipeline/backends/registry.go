@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -98,6 +99,9 @@ type Env struct {
 	// ReadBack, when set, is told the bytes the backend reads back from
 	// its server to learn what it holds (a Kafka topic's records).
 	ReadBack func(sinkType string, bytes int)
+	// Clock stamps what the backend writes (Registry.Clock; nil: the real
+	// clock).
+	Clock clock.PassiveClock
 }
 
 // readBack is ReadBack for one sink type, or nil.
@@ -150,7 +154,10 @@ type Registry struct {
 	// ReadBack, when set, is told the bytes every backend the registry
 	// builds reads back from its server (metrics); see Env.ReadBack.
 	ReadBack func(sinkType string, bytes int)
-	types    map[string]Type
+	// Clock is the manager's, handed to every backend built (nil: the
+	// real clock).
+	Clock clock.PassiveClock
+	types map[string]Type
 	// secrets reuses the Secrets read for backends for a few seconds.
 	secrets *secretMemo
 }
@@ -208,7 +215,7 @@ func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credenti
 // here reaches them all.
 func (r *Registry) env(creds Credentials) Env {
 	return Env{Policy: r.Policy, Ambient: creds.Ambient, Writer: r.Writer, EventMessages: r.EventMessages,
-		NATSStreamMaxAge: r.NATSStreamMaxAge, ReadBack: r.ReadBack}
+		NATSStreamMaxAge: r.NATSStreamMaxAge, ReadBack: r.ReadBack, Clock: r.Clock}
 }
 
 // Kind returns a sink object's family and effective type: a

@@ -27,7 +27,7 @@ func natsType() Type {
 			if err := env.Policy.CheckURL(ctx, cfg.URL, "nats", "tls", "ws", "wss"); err != nil {
 				return nil, err
 			}
-			cfg.Dial, cfg.Clients = GuardedDial(env.Policy), env.Clients
+			cfg.Dial, cfg.Clients, cfg.Clock = GuardedDial(env.Policy), env.Clients, env.Clock
 			return nats.New(cfg)
 		}}
 }
@@ -43,7 +43,7 @@ func kafkaType() Type {
 			cfg.Envelope = envelopes(s, env)
 			cfg.Replay = strings.TrimSpace(s.Annotations[ReplayAnnotation]) != ""
 			cfg.Writer, cfg.Adopt = env.Writer, s.Annotations[sinks.AdoptAnnotation]
-			cfg.Dial, cfg.Clients, cfg.Read = GuardedDial(env.Policy), env.Clients, env.readBack("kafka")
+			cfg.Dial, cfg.Clients, cfg.Read, cfg.Clock = GuardedDial(env.Policy), env.Clients, env.readBack("kafka"), env.Clock
 			return kafka.New(cfg)
 		}}
 }

@@ -132,7 +132,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	git.GuardHTTP(backends.GuardedDial(policy))
 	registry := backends.Default(policy)
 	registry.AllowAmbient, registry.EventMessages, registry.NATSStreamMaxAge = o.AllowAmbientCredentials, o.EventMessages, o.NATSStreamMaxAge
-	registry.ReadBack = cm.ReadBack
+	registry.ReadBack, registry.Clock = cm.ReadBack, clk
 	if registry.Writer, err = writerID(ctx, mgr.GetAPIReader(), o.WriterID); err != nil {
 		return err
 	}

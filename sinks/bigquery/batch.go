@@ -156,7 +156,7 @@ func (t *table) run(batch []*request) {
 func (t *table) apply(ctx context.Context, batch []*request) (map[string]result, error) {
 	stage := t.cfg.Table + "_kollect_staging_" + newJobID()[len("kollect_"):]
 	sql := newStatements(t.cfg.Project, t.cfg.Dataset, t.cfg.Table, stage)
-	at := time.Now().UTC().Truncate(time.Microsecond)
+	at := t.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
 	needs, upserts := false, false
 	for _, r := range batch {
 		needs = needs || r.full || r.upserts+r.deletes > 0
@@ -200,7 +200,7 @@ func (t *table) apply(ctx context.Context, batch []*request) (map[string]result,
 func (t *table) load(ctx context.Context, stage string, batch []*request) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := t.client.Dataset(t.cfg.Dataset).Table(stage).Create(cctx, &bigquery.TableMetadata{
-		Schema: stagingSchema(), ExpirationTime: time.Now().Add(24 * time.Hour),
+		Schema: stagingSchema(), ExpirationTime: t.cfg.Clock.Now().Add(24 * time.Hour),
 		Description: "Kollect: the rows of one export batch, dropped after it"})
 	cancel()
 	if err != nil {

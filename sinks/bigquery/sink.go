@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/gcpauth"
@@ -19,6 +20,9 @@ import (
 
 // Config is a BigQuery sink's plain configuration.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock                   clock.PassiveClock
 	Project, Dataset, Table string
 	// Location runs jobs in a region (bigquery.location), or "" for the
 	// dataset's.
@@ -77,6 +81,9 @@ const Scope = bigquery.Scope
 // until the first export or probe (except, with ADC, finding the default
 // credentials).
 func New(ctx context.Context, cfg Config) (*Sink, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	for what, v := range map[string]string{"project": cfg.Project, "dataset": cfg.Dataset, "table": cfg.Table} {
 		if err := validName(what, v); err != nil {
 			return nil, sinks.Permanent(err)

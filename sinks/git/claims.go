@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -136,7 +135,7 @@ func (s *Sink) emptyTree() plumbing.Hash {
 }
 
 func (s *Sink) writerCommit(writer string) (plumbing.Hash, error) {
-	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: time.Now()}
+	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: s.cfg.Clock.Now()}
 	c := &object.Commit{Author: sig, Committer: sig, Message: "kollect writer " + writer + "\n", TreeHash: s.emptyTree()}
 	obj := s.stage.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -24,6 +25,9 @@ import (
 
 // Config is a resolved Git sink.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock      clock.PassiveClock
 	URL        string // https://, http:// or file:// remote
 	Branch     string // default main
 	Username   string
@@ -123,6 +127,9 @@ type renderedFile struct {
 var _ sinks.Snapshot = (*Sink)(nil)
 
 func (cfg Config) withDefaults() Config {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.Branch == "" {
 		cfg.Branch = "main"
 	}
@@ -416,7 +423,7 @@ func isRejected(err error) bool {
 }
 
 func (s *Sink) commit(tree, parent plumbing.Hash, snap *rows.Snapshot) (plumbing.Hash, error) {
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	sig := object.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
 	c := &object.Commit{Author: sig, Committer: sig, Message: s.message(snap), TreeHash: tree}
 	if parent != plumbing.ZeroHash {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -24,6 +25,9 @@ import (
 
 // Config is a Kafka sink's plain configuration.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock   clock.PassiveClock
 	Brokers []string
 	Topic   string
 	Cluster string
@@ -86,6 +90,9 @@ var (
 
 // New validates cfg; nothing is dialled until the first export or probe.
 func New(cfg Config) (*Sink, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if len(cfg.Brokers) == 0 || cfg.Topic == "" {
 		return nil, sinks.Permanent(errors.New("spec.kafka.brokers and spec.kafka.topic are required"))
 	}
@@ -260,7 +267,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 	recs := make([]*kgo.Record, 0, len(changes))
 	var bytes int64
 	var rejected []sinks.Rejection
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	for _, c := range changes {
 		r := &kgo.Record{Key: []byte(c.Key)}
 		for _, h := range scope.Headers(c) {
@@ -292,7 +299,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 // exportEnvelopes produces snap as upstream did: a record per part, the
 // envelope in it, no headers; nothing for an empty snapshot.
 func (s *Sink) exportEnvelopes(ctx context.Context, cl *kgo.Client, snap *rows.Snapshot) (sinks.Ack, error) {
-	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, maxRecordBytes, time.Now())
+	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, maxRecordBytes, s.cfg.Clock.Now())
 	if err != nil {
 		return sinks.Ack{}, err
 	}

@@ -56,7 +56,7 @@ func (s *Sink) SetWriter(ctx context.Context, id rows.Identity, writer string) e
 	if writer == "" {
 		_, err = s.writers().DeleteOne(ctx, filter)
 	} else {
-		_, err = s.writers().ReplaceOne(ctx, filter, writerRecord{ID: s.writerID(id), Writer: writer, UpdatedAt: time.Now().UTC()},
+		_, err = s.writers().ReplaceOne(ctx, filter, writerRecord{ID: s.writerID(id), Writer: writer, UpdatedAt: s.cfg.Clock.Now().UTC()},
 			options.Replace().SetUpsert(true))
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -23,6 +24,9 @@ import (
 
 // Config is a MongoDB sink's plain configuration.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock clock.PassiveClock
 	// URI is a mongodb:// or mongodb+srv:// connection string.
 	URI string
 	// Database and Collection name where the documents live.
@@ -86,6 +90,9 @@ var (
 // New validates cfg and prepares a client; nothing is dialled until the
 // first export or probe.
 func New(cfg Config) (*Sink, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.Database == "" || cfg.Collection == "" {
 		return nil, sinks.Permanent(errors.New("mongodb.database and mongodb.collection are required"))
 	}
@@ -200,7 +207,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		return sinks.Ack{}, err
 	}
 	sc := scope{namespace: d.Next.Inventory.Namespace, name: d.Next.Inventory.Name, cluster: s.cfg.Cluster}
-	w := &writer{s: s, sc: sc, now: time.Now().UTC().Truncate(time.Millisecond)}
+	w := &writer{s: s, sc: sc, now: s.cfg.Clock.Now().UTC().Truncate(time.Millisecond)}
 	s.mu.Lock()
 	h := s.state[sc]
 	delete(s.state, sc) // unknown until this export is acknowledged

@@ -15,6 +15,7 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -23,6 +24,9 @@ import (
 
 // Config is a NATS sink's plain configuration.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock   clock.PassiveClock
 	URL     string
 	Subject string
 	Stream  string // default kollect_events; dots become underscores
@@ -94,6 +98,9 @@ var (
 
 // New validates cfg; nothing is dialled until the first export or probe.
 func New(cfg Config) (*Sink, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.URL == "" {
 		return nil, sinks.Permanent(errors.New("a nats sink needs spec.nats.url or spec.endpoint"))
 	}
@@ -275,7 +282,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 	var bytes int64
 	var rejected []sinks.Rejection
 	limit := js.Conn().MaxPayload()
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	for _, c := range changes {
 		m := natsgo.NewMsg(s.cfg.Subject)
 		size := 0
@@ -317,7 +324,7 @@ func (s *Sink) publish(ctx, apiCtx context.Context, js jetstream.JetStream, st j
 // identical re-publish inside the duplicate window is dropped); nothing for
 // an empty snapshot.
 func (s *Sink) publishEnvelopes(ctx context.Context, js jetstream.JetStream, snap *rows.Snapshot) (sinks.Ack, error) {
-	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, js.Conn().MaxPayload()-128, time.Now()) // 128: the id header and framing
+	msgs, rejected, err := events.Envelopes(s.cfg.Cluster, snap, js.Conn().MaxPayload()-128, s.cfg.Clock.Now()) // 128: the id header and framing
 	if err != nil {
 		return sinks.Ack{}, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -21,6 +22,9 @@ import (
 
 // Config is a Postgres sink's plain configuration.
 type Config struct {
+	// Clock stamps what the sink writes: row and message times, commit
+	// times (nil: the real clock). Waits on the server keep the wall clock.
+	Clock clock.PassiveClock
 	// DSN is a libpq connection string or URL.
 	DSN string
 	// Schema and Table name the table (schema default public).
@@ -78,6 +82,9 @@ var (
 // New validates cfg and prepares a connection pool; nothing is dialled
 // until the first export or probe.
 func New(cfg Config) (*Sink, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.Table == "" {
 		return nil, sinks.Permanent(errors.New("postgres.table is required"))
 	}
@@ -182,7 +189,7 @@ func (s *Sink) Export(ctx context.Context, d *rows.Delta) (sinks.Ack, error) {
 		return sinks.Ack{}, s.classify("begin", err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
-	w := writer{tx: tx, table: s.table, conflict: conflict, id: d.Next.Inventory, cluster: s.cfg.Cluster, now: time.Now().UTC()}
+	w := writer{tx: tx, table: s.table, conflict: conflict, id: d.Next.Inventory, cluster: s.cfg.Cluster, now: s.cfg.Clock.Now().UTC()}
 	var ack sinks.Ack
 	if d.Full() {
 		ack, err = w.full(ctx, d.Next.Rows, d.Next.Keep)
