@@ -228,11 +228,12 @@ func TestAnUnreadableObjectKeepsItsRowThroughAResync(t *testing.T) {
 
 func waitReport(t *testing.T, rep *lastReport, ok func(target.Report) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !ok(rep.get()); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("report: got %+v", rep.get())
+	eventually.Check(t, 5*time.Second, "the report", func() error {
+		if got := rep.get(); !ok(got) {
+			return fmt.Errorf("got %+v", got)
 		}
-	}
+		return nil
+	})
 }
 
 // gateNamespaces blocks the evaluation of an object in namespace "gate"
@@ -348,13 +349,12 @@ func TestNamespaceChurnOutsideTheCeilingCostsNothing(t *testing.T) {
 		r.inbox.NamespaceChanged(fmt.Sprintf("ci-%02d", i))
 	}
 	r.inbox.NamespaceChanged("own")
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(store.calls(), func(nss []string) bool { return slices.Contains(nss, "own") }) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the target's own namespace was never re-evaluated; lists: %v", store.calls())
+	eventually.Check(t, 5*time.Second, "the target's own namespace re-evaluated", func() error {
+		if !slices.ContainsFunc(store.calls(), func(nss []string) bool { return slices.Contains(nss, "own") }) {
+			return fmt.Errorf("lists: %v", store.calls())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, nss := range store.calls()[1:] { // the first is the configuration's full list
 		if !slices.Equal(nss, []string{"own"}) {
 			t.Errorf("a namespace change listed %v, want only [own]", nss)
@@ -418,13 +418,12 @@ func TestADeletedNamespaceTakesItsOriginAlong(t *testing.T) {
 	r.inbox.Notify(informers.Event{GVR: r.gvr, Key: "ci-2/b", Deleted: true})
 	nss.remove("ci-2")
 	r.inbox.NamespaceChanged("ci-2")
-	deadline := time.Now().Add(5 * time.Second)
-	for ev.Origins() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d origins after ci-2 was deleted, want 1", ev.Origins())
+	eventually.Check(t, 5*time.Second, "one origin after ci-2 was deleted", func() error {
+		if n := ev.Origins(); n != 1 {
+			return fmt.Errorf("%d origins", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // indexedStore holds objects by namespace and names those namespaces, as

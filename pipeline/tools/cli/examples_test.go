@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/tools/manifests"
 	"kollect.dev/kollect/pipeline/tools/validate"
 )
@@ -66,16 +67,12 @@ func TestExamplesCollectWhatTheySay(t *testing.T) {
 		_ = env.Client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}})
 	}
 	// The third-party kinds are served once their CRDs are established.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	eventually.Check(t, 30*time.Second, "the stand-in CRDs served", func() error {
 		var l unstructured.UnstructuredList
 		l.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
 		l.SetKind("KustomizationList")
-		if err := env.Client.List(ctx, &l); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the stand-in CRDs are not served: %v", err)
-		}
-	}
+		return env.Client.List(ctx, &l)
+	})
 	applyFile(t, filepath.Join(examples, "manifests", "cluster.yaml"))
 
 	for _, tc := range []struct {
