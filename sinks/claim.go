@@ -132,9 +132,4 @@ func (c *claimed) Close() {
 func (c *claimed) KeepsTargets() bool { return KeepsTargets(c.b) }
 
 // WantsParts asks the wrapped backend; one that does not say takes parts.
-func (c *claimed) WantsParts(snap *rows.Snapshot) bool {
-	if pw, ok := c.b.(PartWanter); ok {
-		return pw.WantsParts(snap)
-	}
-	return true
-}
+func (c *claimed) WantsParts(snap *rows.Snapshot) bool { return WantsParts(c.b, snap) }

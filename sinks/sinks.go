@@ -84,6 +84,15 @@ type Keeper interface {
 	KeepsTargets() bool
 }
 
+// WantsParts reports whether b's export of snap depends on its parts
+// (PartWanter); a backend that does not say takes them.
+func WantsParts(b any, snap *rows.Snapshot) bool {
+	if pw, ok := b.(PartWanter); ok {
+		return pw.WantsParts(snap)
+	}
+	return true
+}
+
 // KeepsTargets reports whether b (a Backend, or a Snapshot an adapter
 // wraps) can export a partial snapshot.
 func KeepsTargets(b any) bool {
@@ -119,10 +128,7 @@ func (w whole) WantsParts(snap *rows.Snapshot) bool {
 	if _, ok := w.s.(Parted); !ok {
 		return false
 	}
-	if pw, ok := w.s.(PartWanter); ok {
-		return pw.WantsParts(snap)
-	}
-	return true
+	return WantsParts(w.s, snap)
 }
 
 // KeepsTargets asks the wrapped backend.

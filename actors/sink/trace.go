@@ -64,11 +64,7 @@ func ceiling(cfg Config, d *rows.Delta) ([]sinks.Rejection, error) {
 		written = d.Next.Rows
 	}
 	aside := setAside(d, d.Next.Oversized(written, cfg.MaxBytes))
-	split := cfg.Partitioned
-	if pw, ok := cfg.Backend.(sinks.PartWanter); ok && split {
-		split = pw.WantsParts(d.Next)
-	}
-	if split {
+	if cfg.Partitioned && sinks.WantsParts(cfg.Backend, d.Next) {
 		var err error
 		if d.Parts, err = rows.Partition(d.Next, cfg.MaxBytes); err != nil {
 			return nil, sinks.Permanent(err)

@@ -6,6 +6,7 @@
 package eventually
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -41,8 +42,4 @@ func True(t testing.TB, timeout time.Duration, what string, ok func() bool) time
 	})
 }
 
-type falseError struct{}
-
-func (falseError) Error() string { return "still false" }
-
-var errFalse error = falseError{}
+var errFalse = errors.New("still false")

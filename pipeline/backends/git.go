@@ -101,13 +101,4 @@ func (p *probed) Claims() sinks.Claims { return p.claims }
 func (p *probed) KeepsTargets() bool { return sinks.KeepsTargets(p.Backend) }
 
 // WantsParts asks the adapted backend.
-func (p *probed) WantsParts(snap *rows.Snapshot) bool { return wantsParts(p.Backend, snap) }
-
-// wantsParts asks b whether an export of snap depends on its parts; one
-// that does not say takes them.
-func wantsParts(b sinks.Backend, snap *rows.Snapshot) bool {
-	if pw, ok := b.(sinks.PartWanter); ok {
-		return pw.WantsParts(snap)
-	}
-	return true
-}
+func (p *probed) WantsParts(snap *rows.Snapshot) bool { return sinks.WantsParts(p.Backend, snap) }

@@ -152,4 +152,4 @@ func (s *store) Claims() sinks.Claims { return s.st }
 func (s *store) KeepsTargets() bool { return sinks.KeepsTargets(s.Backend) }
 
 // WantsParts asks the adapted backend.
-func (s *store) WantsParts(snap *rows.Snapshot) bool { return wantsParts(s.Backend, snap) }
+func (s *store) WantsParts(snap *rows.Snapshot) bool { return sinks.WantsParts(s.Backend, snap) }

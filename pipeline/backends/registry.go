@@ -157,7 +157,7 @@ type Registry struct {
 	// Clock is the manager's, handed to every backend built (nil: the
 	// real clock).
 	Clock clock.PassiveClock
-	types map[string]Type
+	types []Type
 	// secrets reuses the Secrets read for backends for a few seconds.
 	secrets *secretMemo
 }
@@ -170,18 +170,14 @@ func Default(policy endpoint.Policy) *Registry {
 
 // New is a registry of the given types.
 func New(policy endpoint.Policy, types ...Type) *Registry {
-	r := &Registry{Policy: policy, Clients: &sinks.Clients{}, types: map[string]Type{}, secrets: newSecretMemo(time.Now)}
-	for _, t := range types {
-		r.types[t.Family+"/"+t.Name] = t
-	}
-	return r
+	return &Registry{Policy: policy, Clients: &sinks.Clients{}, types: types, secrets: newSecretMemo(time.Now)}
 }
 
 // Names lists the registered types as family/name, sorted.
 func (r *Registry) Names() []string {
 	out := make([]string, 0, len(r.types))
-	for k := range r.types {
-		out = append(out, k)
+	for _, t := range r.types {
+		out = append(out, t.Family+"/"+t.Name)
 	}
 	sort.Strings(out)
 	return out
@@ -189,14 +185,7 @@ func (r *Registry) Names() []string {
 
 // Type returns the Type of a sink object, or an error saying that this
 // version has no such backend.
-func (r *Registry) Type(sink client.Object) (Type, error) {
-	family, typ := Kind(sink)
-	t, ok := r.types[family+"/"+typ]
-	if !ok {
-		return Type{}, errNotImplemented(sinkKind(typ))
-	}
-	return t, nil
-}
+func (r *Registry) Type(sink client.Object) (Type, error) { return Find(r.types, sink) }
 
 // Build makes the backend of sink with its resolved credentials.
 func (r *Registry) Build(ctx context.Context, sink client.Object, creds Credentials, stateDir string) (sinks.Backend, error) {

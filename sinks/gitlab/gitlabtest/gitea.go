@@ -97,19 +97,14 @@ func (s *Server) serveGitea(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusUnprocessableEntity, "head, base and title are required")
 			return
 		}
-		if p.branches[in.Head] == nil || p.branches[in.Base] == nil {
+		switch mr, refused := p.open(in.Head, in.Base, in.Title); refused {
+		case noBranch:
 			fail(w, http.StatusNotFound, "The target couldn't be found.")
-			return
+		case alreadyOpen:
+			fail(w, http.StatusConflict, "pull request already exists for these targets")
+		default:
+			writeJSON(w, http.StatusCreated, pullJSON(s.URL, name, mr))
 		}
-		for _, mr := range p.mrs {
-			if mr.State == "opened" && mr.SourceBranch == in.Head && mr.TargetBranch == in.Base {
-				fail(w, http.StatusConflict, "pull request already exists for these targets")
-				return
-			}
-		}
-		mr := MergeRequest{IID: len(p.mrs) + 1, SourceBranch: in.Head, TargetBranch: in.Base, Title: in.Title, State: "opened"}
-		p.mrs = append(p.mrs, mr)
-		writeJSON(w, http.StatusCreated, pullJSON(s.URL, name, mr))
 	default:
 		fail(w, http.StatusNotFound, "404 page not found")
 	}

@@ -244,19 +244,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusBadRequest, "source_branch, target_branch and title are required")
 			return
 		}
-		if p.branches[in.Source] == nil || p.branches[in.Target] == nil {
+		switch mr, refused := p.open(in.Source, in.Target, in.Title); refused {
+		case noBranch:
 			fail(w, http.StatusNotFound, "404 Branch Not Found")
-			return
+		case alreadyOpen:
+			fail(w, http.StatusConflict, "Another open merge request already exists for this source branch")
+		default:
+			writeJSON(w, http.StatusCreated, mrJSON(s.URL, name, mr))
 		}
-		for _, mr := range p.mrs {
-			if mr.State == "opened" && mr.SourceBranch == in.Source && mr.TargetBranch == in.Target {
-				fail(w, http.StatusConflict, "Another open merge request already exists for this source branch")
-				return
-			}
-		}
-		mr := MergeRequest{IID: len(p.mrs) + 1, SourceBranch: in.Source, TargetBranch: in.Target, Title: in.Title, State: "opened"}
-		p.mrs = append(p.mrs, mr)
-		writeJSON(w, http.StatusCreated, mrJSON(s.URL, name, mr))
 	default:
 		fail(w, http.StatusNotFound, "404 Not Found")
 	}
@@ -352,6 +347,29 @@ type change struct {
 // apply makes one commit of changes on branch br, started from start when
 // br does not exist; it returns the commit's id, or the status and
 // message of a refusal.
+// Why a merge (pull) request could not be opened; each server words it
+// its own way.
+const (
+	noBranch = iota + 1
+	alreadyOpen
+)
+
+// open opens a merge request from source into target, as GitLab and
+// Gitea both do: both branches must exist, and one open request per pair.
+func (p *project) open(source, target, title string) (MergeRequest, int) {
+	if p.branches[source] == nil || p.branches[target] == nil {
+		return MergeRequest{}, noBranch
+	}
+	for _, mr := range p.mrs {
+		if mr.State == "opened" && mr.SourceBranch == source && mr.TargetBranch == target {
+			return MergeRequest{}, alreadyOpen
+		}
+	}
+	mr := MergeRequest{IID: len(p.mrs) + 1, SourceBranch: source, TargetBranch: target, Title: title, State: "opened"}
+	p.mrs = append(p.mrs, mr)
+	return mr, 0
+}
+
 func (p *project) apply(br, start, message, author string, changes []change) (string, int, string) {
 	b := p.branches[br]
 	files := map[string][]byte{}
