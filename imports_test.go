@@ -16,9 +16,11 @@ const module = "kollect.dev/kollect/"
 // of what it must not depend on.
 func TestImportRules(t *testing.T) {
 	const k = module
-	// pipeline/ is the top layer: reconcilers, webhooks, the manager, the
-	// tools and the harnesses. The model sits apart in model/.
-	top := []string{k + "pipeline/"}
+	// pipeline/ is the operator's top layer: reconcilers, webhooks, the
+	// manager and the tools; internal/ holds the test servers, the local
+	// control plane, the demo and the suites, above it. The model sits
+	// apart in model/.
+	top := []string{k + "pipeline/", k + "internal/"}
 	controlPlane := []string{"./pipeline/admission", "./pipeline/backends", "./pipeline/controllers/...", "./pipeline/manager",
 		"./pipeline/readapi", "./pipeline/scope", "./pipeline/status"}
 	pureModel := []string{"./model/collect", "./model/endpoint", "./model/extract", "./model/projection", "./model/rows", "./model/selection"}
@@ -38,12 +40,12 @@ func TestImportRules(t *testing.T) {
 		{"compilation reads the API types and the model, nothing above", []string{"./model/compile"},
 			append([]string{"sigs.k8s.io/controller-runtime", k + "actors", k + "sinks", k + "informers"}, top...)},
 		{"the control plane imports no tools and no test harness", controlPlane,
-			[]string{k + "pipeline/tools", k + "pipeline/harness"}},
+			[]string{k + "pipeline/tools", k + "internal/"}},
 		// make demo runs the real manager; the CLI and validate compile
 		// specs as the reconcilers do, without them.
 		{"the CLI and validate reach compilation, not reconcilers", []string{"./pipeline/tools/cli", "./pipeline/tools/validate"},
-			[]string{k + "pipeline/controllers", k + "pipeline/manager", k + "pipeline/harness"}},
-		{"no tool imports a test suite", []string{"./pipeline/tools/..."}, []string{k + "pipeline/harness/conformance"}},
+			[]string{k + "pipeline/controllers", k + "pipeline/manager"}},
+		{"no tool a user runs imports a test server, the harness or the demo", []string{"./pipeline/tools/..."}, []string{k + "internal/"}},
 		{"the sinks use no Kubernetes client", []string{"./sinks/..."},
 			append([]string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go/kubernetes", "k8s.io/client-go/rest", "k8s.io/client-go/dynamic", k + "actors"}, top...)},
 		{"scopes are read by reconcilers, webhooks and credentials alike", []string{"./pipeline/scope"},

@@ -23,8 +23,8 @@ import (
 
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/internal/eventually"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/model/projection"
-	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 var env *testenv.Env

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/deploy/crds"
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/manager"
 	"kollect.dev/kollect/pipeline/tools/manifests"
 )

@@ -12,7 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/sinks/postgres/pgtest"
+	"kollect.dev/kollect/internal/servers/pgtest"
 )
 
 // ClusterOptions shape a cluster-mode run.

@@ -138,10 +138,10 @@ func RunEngine(ctx context.Context, o EngineOptions) (*EngineResult, error) {
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "load"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, metrics, "load", nil))
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: deploymentsGVR, GVK: deploymentGVK, Store: emptyStore{}}},
-		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: deploymentGVK, Selection: &selection.Target{}, Extractor: ex}}})
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: deploymentGVK, Selection: &selection.Set{}, Extractor: ex}}})
 	inv := sys.Root.Spawn(inventory.Props(nil, metrics, "load", nil, nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "load"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", BackendID: "engine", Backend: rec}}}})
+		Sources: []inventory.Source{{Ref: ref, PID: tgt}}, Bindings: []sink.Config{{Inventory: "default/load", Key: "event/recorder", Type: "recorder", BackendID: "engine", Backend: rec}}}})
 
 	stopProfile := func() {}
 	if o.CPUProfile != nil {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/tools/manifests"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 // FleetOptions shape a fleet run: the product's multi-cluster setup, one

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 
-	"kollect.dev/kollect/sinks/nats/natstest"
+	"kollect.dev/kollect/internal/servers/natstest"
 )
 
 // fleetState is what a shared sink holds: cluster → object name → version.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 )
 
 // operator is the kollect manager run as a process of its own, so its RSS

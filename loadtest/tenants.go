@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/tools/manifests"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 // TenantsOptions shape a tenants run: many teams on one operator, each in

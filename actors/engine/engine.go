@@ -30,6 +30,13 @@ type Reporter interface {
 	inventory.Reporter
 }
 
+// TargetReport and InventoryReport are what a Reporter receives, named
+// through the facade for those outside the actors.
+type (
+	TargetReport    = target.Report
+	InventoryReport = inventory.Report
+)
+
 // Engine runs the actor graph.
 type Engine struct {
 	system   *actor.ActorSystem
@@ -177,7 +184,7 @@ type TargetSpec struct {
 	Ref        messages.TargetRef
 	Generation int64
 	ProfileGVK schema.GroupVersionKind
-	Selection  *selection.Target
+	Selection  *selection.Set
 	Extractor  *extract.Extractor
 	// Namespaces are the namespaces the target can match, when the spec
 	// names them (nil: any).
@@ -189,8 +196,13 @@ type TargetSpec struct {
 	// the profile's series (spec.metrics), for the profile-driven
 	// Prometheus series.
 	Profile string
-	Metrics []target.Metric
+	Metrics []Metric
 }
+
+// Metric is one series a target's profile declares (KollectProfile
+// spec.metrics). Reconcilers name it through the facade, as everything
+// else they hand the engine.
+type Metric = target.Metric
 
 // gvkLabel writes a kind as the profile series label it:
 // group/version/kind, or version/kind for the core group.

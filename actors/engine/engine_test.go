@@ -34,10 +34,10 @@ import (
 	"kollect.dev/kollect/actors/sink"
 	"kollect.dev/kollect/actors/target"
 	"kollect.dev/kollect/informers"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/model/extract"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/model/selection"
-	"kollect.dev/kollect/pipeline/harness/testenv"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 )
@@ -146,7 +146,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	appSel, _ := labels.Parse("app=shop")
 	shop := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "shop"}
 	if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: shop, Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex,
-		Selection: &selection.Target{Labels: appSel, Included: map[string]bool{"demo": true, "later": true}}}); err != nil {
+		Selection: &selection.Set{Labels: appSel, Included: map[string]bool{"demo": true, "later": true}}}); err != nil {
 		t.Fatal(err)
 	}
 	_ = eng.UpsertInventory(engine.InventorySpec{Key: "KollectInventory:default/demo-inventory", Kind: "KollectInventory", ID: rows.Identity{Namespace: "default", Name: "demo-inventory", Generation: 1},
@@ -204,7 +204,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	// A second target in the same namespace: its rows join the inventory.
 	internal, _ := labels.Parse("app=internal")
 	if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "internal"},
-		Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex, Selection: &selection.Target{Labels: internal, NamespaceSelector: nsSel}}); err != nil {
+		Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex, Selection: &selection.Set{Labels: internal, NamespaceSelector: nsSel}}); err != nil {
 		t.Fatal(err)
 	}
 	// A namespace that starts matching the selector: its objects appear.
@@ -222,7 +222,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	// A target for a kind that is not installed fails alone.
 	err = eng.UpsertTarget(ctx, engine.TargetSpec{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "argo"},
 		Generation: 1, ProfileGVK: schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
-		Extractor: ex, Selection: &selection.Target{}})
+		Extractor: ex, Selection: &selection.Set{}})
 	if !errors.Is(err, informers.ErrNotServed) {
 		t.Fatalf("want ErrNotServed for an uninstalled kind, got %v", err)
 	}
@@ -239,7 +239,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	}{{"ns-elsewhere", map[string]bool{"demo": true}, false}, {"ns-default", map[string]bool{"default": true}, true}} {
 		ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "elsewhere", Name: tc.name}
 		if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: ref, Generation: 1, ProfileGVK: nsGVK, Extractor: nsEx,
-			Selection: &selection.Target{Included: tc.include}}); err != nil {
+			Selection: &selection.Set{Included: tc.include}}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "cluster-scoped target "+tc.name+" reports", func() error {

@@ -53,7 +53,7 @@ func Example() {
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "example", Name: "colours"}
 	if err := eng.UpsertTarget(ctx, engine.TargetSpec{Ref: ref, Generation: 1, Extractor: ex,
 		ProfileGVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
-		Selection:  &selection.Target{Included: map[string]bool{"example": true}}, Namespaces: []string{"example"}}); err != nil {
+		Selection:  &selection.Set{Included: map[string]bool{"example": true}}, Namespaces: []string{"example"}}); err != nil {
 		fmt.Println(err)
 		return
 	}

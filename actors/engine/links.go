@@ -121,17 +121,17 @@ func (l *links) config(ent *inventoryEntry, batch time.Duration, publish bool) *
 		cfg.TargetNamespaces = s.TargetNamespaces
 		for _, ref := range s.Targets {
 			if t := l.targets[ref]; t != nil {
-				cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
+				cfg.Sources = append(cfg.Sources, inventory.Source{Ref: ref, PID: t.pid})
 			}
 		}
 		return cfg
 	}
 	cfg.TargetNamespaces = map[string]bool{s.ID.Namespace: true}
 	for ref, t := range l.nsTargets[s.ID.Namespace] {
-		cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
+		cfg.Sources = append(cfg.Sources, inventory.Source{Ref: ref, PID: t.pid})
 	}
 	for ref, t := range l.clusterTgts {
-		cfg.Targets = append(cfg.Targets, inventory.Target{Ref: ref, PID: t.pid})
+		cfg.Sources = append(cfg.Sources, inventory.Source{Ref: ref, PID: t.pid})
 	}
 	return cfg
 }

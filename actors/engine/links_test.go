@@ -56,7 +56,7 @@ func TestATargetReachesOnlyTheInventoriesThatReadIt(t *testing.T) {
 
 	refs := func(key string) []string {
 		var out []string
-		for _, tg := range l.config(l.inventories[key], 0, false).Targets {
+		for _, tg := range l.config(l.inventories[key], 0, false).Sources {
 			out = append(out, tg.Ref.String())
 		}
 		slices.Sort(out)

@@ -52,7 +52,7 @@ func TestNothingStartsOnceStopped(t *testing.T) {
 	}
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "late"}
 	err = eng.UpsertTarget(ctx, engine.TargetSpec{Ref: ref, Generation: 1, ProfileGVK: deploymentGVK, Extractor: ex,
-		Selection: &selection.Target{Included: map[string]bool{"default": true}}})
+		Selection: &selection.Set{Included: map[string]bool{"default": true}}})
 	if !errors.Is(err, engine.ErrStopped) {
 		t.Fatalf("a target upserted after Stop: %v, want ErrStopped", err)
 	}

@@ -60,7 +60,7 @@ func TestAnExportWaitsForTheEndOfABurst(t *testing.T) {
 	rec := &exports{}
 	inv := sys.Root.Spawn(inventory.Props(nil, nil, "burst", nil, nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "inv"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: 10 * time.Millisecond,
+		Sources: []inventory.Source{{Ref: ref, PID: tgt}}, BatchWindow: 10 * time.Millisecond,
 		Bindings: []sink.Config{{Inventory: "default/inv", Key: "event/rec", Type: "rec", BackendID: "burst_test", Backend: rec}}}})
 	origin := &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}
 	row := func(i int) *rows.Row {

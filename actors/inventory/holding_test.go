@@ -103,9 +103,9 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 	pa, pb := silent(), silent()
 	rec, reports := &deltas{}, &lastReport{}
 	inv := sys.Root.Spawn(inventory.Props(reports, nil, "holding", nil, nil))
-	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
+	configure := func(targets []inventory.Source, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
+			Sources: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
 			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/rec", Type: "rec", BackendID: "holding_test", Backend: rec}}}})
 	}
 	row := func(from messages.TargetRef, name string) *rows.Row {
@@ -115,7 +115,7 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 		}
 		return r
 	}
-	configure([]inventory.Target{{Ref: a, PID: pa}, {Ref: b, PID: pb}})
+	configure([]inventory.Source{{Ref: a, PID: pa}, {Ref: b, PID: pb}})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true, Upserts: []*rows.Row{row(a, "a1"), row(a, "a2")}})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: b, Replace: true, Upserts: []*rows.Row{row(b, "b1")}})
 	if got := rec.wait(t, 1)[0]; !slices.Equal(got.next, []string{"a1", "a2", "b1"}) {
@@ -124,7 +124,7 @@ func TestATargetThatHasNotListedHoldsOnlyItsOwnRows(t *testing.T) {
 
 	// A cluster target with a typo joins (missing: it never ran), and b's
 	// actor is replaced (it lists again, later).
-	configure([]inventory.Target{{Ref: a, PID: pa}, {Ref: b, PID: silent()}}, typo)
+	configure([]inventory.Source{{Ref: a, PID: pa}, {Ref: b, PID: silent()}}, typo)
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Upserts: []*rows.Row{row(a, "a3")}, Deletes: []rows.Key{row(a, "a1").Key()}})
 	got := rec.wait(t, 2)[1]
 	want := change{next: []string{"a2", "a3", "b1"}, upserts: []string{"a3"}, deletes: []string{"a1"}}
@@ -158,9 +158,9 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 	typo := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "typo"}
 	db, doc, reports := &keeper{}, &deltas{}, &lastReport{}
 	inv := sys.Root.Spawn(inventory.Props(reports, nil, "restart", nil, nil))
-	configure := func(targets []inventory.Target, missing ...messages.TargetRef) {
+	configure := func(targets []inventory.Source, missing ...messages.TargetRef) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-			Targets: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
+			Sources: targets, Missing: missing, BatchWindow: 10 * time.Millisecond,
 			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "db", Backend: db},
 				{Inventory: "team/inv", Key: "snapshot/doc", Type: "doc", BackendID: "doc", Backend: doc}}}})
 	}
@@ -172,7 +172,7 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 		return r
 	}
 	pa := silent()
-	configure([]inventory.Target{{Ref: a, PID: pa}}, typo)
+	configure([]inventory.Source{{Ref: a, PID: pa}}, typo)
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true, Upserts: []*rows.Row{row(a, "a1"), row(a, "a2")}})
 	got := db.wait(t, 1)[0]
 	if !got.full || !slices.Equal(got.next, []string{"a1", "a2"}) || !slices.Equal(got.keep, []string{"typo"}) {
@@ -203,7 +203,7 @@ func TestAfterARestartATargetThatHasNotListedHoldsOnlyItself(t *testing.T) {
 
 	// typo is fixed and lists: both sinks reconcile in full, without it
 	// kept, and the document sink says it no longer waits.
-	configure([]inventory.Target{{Ref: a, PID: pa}, {Ref: typo, PID: silent()}})
+	configure([]inventory.Source{{Ref: a, PID: pa}, {Ref: typo, PID: silent()}})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: typo, Replace: true, Upserts: []*rows.Row{row(typo, "t1")}})
 	want := []string{"a1", "a2", "a3", "t1"}
 	if got := db.wait(t, 3)[2]; !got.full || got.keep != nil || !slices.Equal(got.next, want) {
@@ -231,7 +231,7 @@ func TestAStartedInventorySettlesForAGrace(t *testing.T) {
 	reports := &lastReport{}
 	inv := sys.Root.Spawn(inventory.Props(reports, nil, "settling", nil, nil))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-		Targets: []inventory.Target{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
+		Sources: []inventory.Source{{Ref: a, PID: silent()}}, BatchWindow: 10 * time.Millisecond, SettleGrace: 300 * time.Millisecond,
 		Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
 	if rep := reports.await(t, "a report while the target lists", func(r inventory.Report) bool { return len(r.Waiting) == 1 }); !rep.Settling {
 		t.Fatalf("the first report does not say it is settling: %+v", rep)
@@ -249,14 +249,14 @@ func TestATargetThatJoinsIsNotSettling(t *testing.T) {
 	b := messages.TargetRef{Kind: "KollectTarget", Namespace: "team", Name: "b"}
 	pa, reports := silent(), &lastReport{}
 	inv := sys.Root.Spawn(inventory.Props(reports, nil, "joins", nil, nil))
-	configure := func(targets ...inventory.Target) {
+	configure := func(targets ...inventory.Source) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-			Targets: targets, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
+			Sources: targets, BatchWindow: 10 * time.Millisecond, SettleGrace: time.Hour,
 			Bindings: []sink.Config{{Inventory: "team/inv", Key: "database/db", Type: "db", BackendID: "holding_test", Backend: &keeper{}}}}})
 	}
-	configure(inventory.Target{Ref: a, PID: pa})
+	configure(inventory.Source{Ref: a, PID: pa})
 	sys.Root.Send(inv, &messages.RowsChanged{Target: a, Replace: true})
-	configure(inventory.Target{Ref: a, PID: pa}, inventory.Target{Ref: b, PID: silent()})
+	configure(inventory.Source{Ref: a, PID: pa}, inventory.Source{Ref: b, PID: silent()})
 	rep := reports.await(t, "a report that waits for b", func(r inventory.Report) bool { return slices.Equal(r.Waiting, []string{"KollectTarget:team/b"}) })
 	if rep.Settling {
 		t.Fatalf("waiting for a target that joined is reported as settling: %+v", rep)

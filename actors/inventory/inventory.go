@@ -23,8 +23,8 @@ type Config struct {
 	Kind     string
 	ID       rows.Identity
 	Bindings []sink.Config
-	// Targets are the running targets whose rows the inventory reads.
-	Targets []Target
+	// Sources are the running target actors whose rows the inventory reads.
+	Sources []Source
 	// Missing are targets that exist but do not run yet (a restart, a
 	// target that cannot start): the inventory does not export until they
 	// run and have listed their objects, so it never exports a state it has
@@ -51,8 +51,8 @@ type Config struct {
 	Publish bool
 }
 
-// Target is a running target actor.
-type Target struct {
+// Source is a running target actor the inventory subscribes to for rows.
+type Source struct {
 	Ref messages.TargetRef
 	PID *actor.PID
 }
@@ -285,7 +285,7 @@ func (a *actorState) configure(ctx actor.Context, cfg *Config) {
 	a.memory.remember(cfg)
 	a.startSettling(ctx)
 	want := map[messages.TargetRef]*actor.PID{}
-	for _, t := range cfg.Targets {
+	for _, t := range cfg.Sources {
 		want[t.Ref] = t.PID
 	}
 	for ref, pid := range a.targets {

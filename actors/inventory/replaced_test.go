@@ -34,7 +34,7 @@ func TestAReplacedBindingIsOfferedTheCurrentRows(t *testing.T) {
 	inv := sys.Root.Spawn(inventory.Props(&lastReport{}, nil, "replaced", nil, nil))
 	configure := func(id string, b sinks.Backend) {
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-			Targets: []inventory.Target{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
+			Sources: []inventory.Source{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
 			Bindings: []sink.Config{{Inventory: "team/inv", Key: "snapshot/store", Type: "rec", BackendID: id, Backend: b}}}})
 	}
 	configure("failing", failing{})
@@ -76,7 +76,7 @@ func TestABindingIsKeptByItsBackendsID(t *testing.T) {
 	configure := func(id string) {
 		b := byValue{d: rec, tags: map[string]string{"id": id}}
 		sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "team", Name: "inv"},
-			Targets: []inventory.Target{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
+			Sources: []inventory.Source{{Ref: ref, PID: pid}}, BatchWindow: 10 * time.Millisecond,
 			Bindings: []sink.Config{{Inventory: "team/inv", Key: "snapshot/store", Type: "rec", BackendID: id, Backend: b}}}})
 	}
 	configure("1")

@@ -30,7 +30,7 @@ func (a *actorState) startSettling(ctx actor.Context) {
 	}
 	a.startedAt = a.clock.Now()
 	a.initial = map[messages.TargetRef]bool{}
-	for _, t := range a.cfg.Targets {
+	for _, t := range a.cfg.Sources {
 		a.initial[t.Ref] = true
 	}
 	for _, ref := range a.cfg.Missing {

@@ -26,7 +26,7 @@ func TestTheBatchWindowRunsOnTheEnginesClock(t *testing.T) {
 	rec := &exports{}
 	inv := sys.Root.Spawn(inventory.Props(nil, nil, "window", nil, clk))
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "inv"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Minute,
+		Sources: []inventory.Source{{Ref: ref, PID: tgt}}, BatchWindow: time.Minute,
 		Bindings: []sink.Config{{Inventory: "default/inv", Key: "event/rec", Type: "rec", BackendID: "rec", Backend: rec}}}})
 	origin := &rows.Origin{TargetNamespace: "default", TargetName: "t", Version: "v1", Kind: "ConfigMap"}
 	var rs []*rows.Row

@@ -38,7 +38,7 @@ func TestABatchSpreadOverWorkersGivesTheRowsOfOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &Config{Sources: []Source{{GVR: gvr, GVK: gvk}},
-		Evaluator: &collect.Evaluator{TargetNamespace: "t", TargetName: "t", ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}}
+		Evaluator: &collect.Evaluator{TargetNamespace: "t", TargetName: "t", ProfileGVK: gvk, Selection: &selection.Set{}, Extractor: ex}}
 	state := func() *actorState {
 		return &actorState{cfg: cfg, ns: boomNamespaces{}, rows: map[objKey]*rows.Row{}, failures: map[objKey]string{}}
 	}

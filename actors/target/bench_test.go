@@ -78,9 +78,9 @@ func benchPipeline(b *testing.B, sys *actor.ActorSystem, store informers.Store, 
 	ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "default", Name: "bench"}
 	tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, nil, nil, "bench", nil))
 	sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: benchGVR, GVK: benchGVK, Store: store}},
-		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: benchGVK, Selection: &selection.Target{}, Extractor: ex}}})
+		Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: benchGVK, Selection: &selection.Set{}, Extractor: ex}}})
 	sys.Root.Send(inv, &inventory.Configure{Config: &inventory.Config{ID: rows.Identity{Namespace: "default", Name: "bench"},
-		Targets: []inventory.Target{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
+		Sources: []inventory.Source{{Ref: ref, PID: tgt}}, BatchWindow: time.Millisecond}})
 	return inbox, rep
 }
 

@@ -62,7 +62,7 @@ func TestSeriesAtMostOncePerInterval(t *testing.T) {
 			tgt := sys.Root.Spawn(target.Props(inbox, noNamespaces{}, rep, nil, "t", nil))
 			ref := messages.TargetRef{Kind: "KollectTarget", Namespace: "ns", Name: "t"}
 			sys.Root.Send(tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: gvr, GVK: gvk, Store: emptyStore{}}},
-				Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex},
+				Evaluator: &collect.Evaluator{TargetNamespace: ref.Namespace, TargetName: ref.Name, ProfileGVK: gvk, Selection: &selection.Set{}, Extractor: ex},
 				Profile:   "p", GVK: "apps/v1/Deployment", SampleEvery: tc.every}})
 			for i := range 20 {
 				o := object(i)

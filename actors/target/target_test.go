@@ -140,11 +140,11 @@ func newRigWith(t *testing.T, ns target.Namespaces, metrics *actors.Metrics) *ri
 // reads store and keeps spec.replicas.
 func (r *rig) configure(t *testing.T, store informers.Store) {
 	t.Helper()
-	r.configureWith(t, store, &selection.Target{})
+	r.configureWith(t, store, &selection.Set{})
 }
 
 // configureWith is configure with the selection sel.
-func (r *rig) configureWith(t *testing.T, store informers.Store, sel *selection.Target) {
+func (r *rig) configureWith(t *testing.T, store informers.Store, sel *selection.Set) {
 	t.Helper()
 	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	ex, err := extract.Compile([]extract.Attribute{{Name: "replicas", Path: "$.spec.replicas"}}, extract.NewScrubber())
@@ -343,7 +343,7 @@ func TestAFrozenTargetEndsItsBurst(t *testing.T) {
 func TestNamespaceChurnOutsideTheCeilingCostsNothing(t *testing.T) {
 	r := newRigWith(t, nsLabels{}, nil)
 	store := &askedStore{}
-	r.configureWith(t, store, &selection.Target{Within: func(ns string) bool { return ns == "own" }})
+	r.configureWith(t, store, &selection.Set{Within: func(ns string) bool { return ns == "own" }})
 	receive(t, r.got) // the complete list: empty
 	for i := range 50 {
 		r.inbox.NamespaceChanged(fmt.Sprintf("ci-%02d", i))
@@ -407,7 +407,7 @@ func TestADeletedNamespaceTakesItsOriginAlong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &collect.Evaluator{TargetName: "fleet", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}
+	ev := &collect.Evaluator{TargetName: "fleet", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Set{}, Extractor: ex}
 	ref := messages.TargetRef{Kind: "KollectClusterTarget", Name: "fleet"}
 	r.sys.Root.Send(r.tgt, &target.Configure{Config: &target.Config{Ref: ref, Sources: []target.Source{{GVR: r.gvr, GVK: gvk, Store: store}}, Evaluator: ev}})
 	if got := receive(t, r.got); len(got.Upserts) != 2 || ev.Origins() != 2 {
@@ -471,13 +471,13 @@ func (teamNamespaces) Namespace(name string) *unstructured.Unstructured {
 func TestAFullEvaluationListsOnlyReadableNamespaces(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		sel   *selection.Target
+		sel   *selection.Set
 		asked []string // nil: no List at all
 		rows  int
 	}{
-		{"by label", &selection.Target{NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "b"})}, []string{"b"}, 2},
-		{"by name", &selection.Target{Included: map[string]bool{"a": true, "c": true}}, []string{"a", "c"}, 3},
-		{"none readable", &selection.Target{Within: func(string) bool { return false }}, nil, 0},
+		{"by label", &selection.Set{NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "b"})}, []string{"b"}, 2},
+		{"by name", &selection.Set{Included: map[string]bool{"a": true, "c": true}}, []string{"a", "c"}, 3},
+		{"none readable", &selection.Set{Within: func(string) bool { return false }}, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRigWith(t, teamNamespaces{}, nil)

@@ -4,6 +4,7 @@ package v1alpha1_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
+	"kollect.dev/kollect/internal/eventually"
 )
 
 // TestEveryFieldHasADescription walks every Kollect CRD schema: each
@@ -72,21 +74,17 @@ func TestPublishedOpenAPIDescribesNestedFields(t *testing.T) {
 	// The API server publishes a CRD's OpenAPI document asynchronously,
 	// some time after the CRD is Established; poll for it.
 	var gv openapi.GroupVersion
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventually.Check(t, time.Minute, "the OpenAPI v3 document for apis/kollect.dev/v1alpha1 is published", func() error {
 		paths, err := dc.OpenAPIV3().Paths()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		var ok bool
-		if gv, ok = paths["apis/kollect.dev/v1alpha1"]; ok {
-			break
+		if gv, ok = paths["apis/kollect.dev/v1alpha1"]; !ok {
+			return errors.New("not listed yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no OpenAPI v3 document for apis/kollect.dev/v1alpha1 within 60s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	raw, err := gv.Schema("application/json")
 	if err != nil {
 		t.Fatal(err)

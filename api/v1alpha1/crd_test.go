@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 )
 
 var env *testenv.Env

@@ -30,8 +30,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/admission"
-	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 var env *testenv.Env

@@ -1,5 +1,5 @@
 // Command demo runs Kollect's main job on this machine: `make demo`.
-// See pipeline/tools/demo.
+// See internal/demo.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"kollect.dev/kollect/pipeline/tools/demo"
+	"kollect.dev/kollect/internal/demo"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 )
 
 // waitConverged waits until every sink holds exactly want, and returns

@@ -22,7 +22,7 @@ type Evaluator struct {
 	// namespace (cluster targets).
 	PerNamespace bool
 	ProfileGVK   schema.GroupVersionKind
-	Selection    *selection.Target
+	Selection    *selection.Set
 	Extractor    *extract.Extractor
 
 	// origins are the rows' shared parts, one per target namespace and

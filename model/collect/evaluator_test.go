@@ -26,23 +26,23 @@ func TestRowReadsTheObjectsIdentity(t *testing.T) {
 	obj := func(metadata map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"metadata": metadata, "data": map[string]any{"v": "x"}}}
 	}
-	onlyDefault := &selection.Target{Included: map[string]bool{"default": true}}
+	onlyDefault := &selection.Set{Included: map[string]bool{"default": true}}
 	for _, tc := range []struct {
 		name                            string
 		perNamespace                    bool
-		sel                             *selection.Target
+		sel                             *selection.Set
 		obj                             *unstructured.Unstructured
 		selected                        bool
 		targetNS, namespace, rname, uid string
 	}{
-		{name: "namespaced", sel: &selection.Target{}, obj: obj(map[string]any{"namespace": "shop", "name": "cm", "uid": "u1"}),
+		{name: "namespaced", sel: &selection.Set{}, obj: obj(map[string]any{"namespace": "shop", "name": "cm", "uid": "u1"}),
 			selected: true, targetNS: "team", namespace: "shop", rname: "cm", uid: "u1"},
 		{name: "cluster-scoped is tested in default", sel: onlyDefault, obj: obj(map[string]any{"name": "node-1", "uid": "u2"}),
 			selected: true, targetNS: "team", rname: "node-1", uid: "u2"},
 		{name: "a namespace outside the selection", sel: onlyDefault, obj: obj(map[string]any{"namespace": "shop", "name": "cm", "uid": "u1"})},
-		{name: "per-namespace target", perNamespace: true, sel: &selection.Target{}, obj: obj(map[string]any{"namespace": "shop", "name": "cm", "uid": "u1"}),
+		{name: "per-namespace target", perNamespace: true, sel: &selection.Set{}, obj: obj(map[string]any{"namespace": "shop", "name": "cm", "uid": "u1"}),
 			selected: true, targetNS: "shop", namespace: "shop", rname: "cm", uid: "u1"},
-		{name: "identity that is not a string reads as empty", sel: &selection.Target{}, obj: obj(map[string]any{"namespace": 7, "name": "cm", "uid": true}),
+		{name: "identity that is not a string reads as empty", sel: &selection.Set{}, obj: obj(map[string]any{"namespace": 7, "name": "cm", "uid": true}),
 			selected: true, targetNS: "team", rname: "cm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRowsShareTheirOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &collect.Evaluator{TargetNamespace: "team", TargetName: "t", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Target{}, Extractor: ex}
+	e := &collect.Evaluator{TargetNamespace: "team", TargetName: "t", PerNamespace: true, ProfileGVK: gvk, Selection: &selection.Set{}, Extractor: ex}
 	row := func(ns, name string) *rows.Row {
 		r, err := e.Row(gvk, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": name, "uid": ns + name}}},
 			func(string) *unstructured.Unstructured { return nil })
@@ -106,7 +106,7 @@ func TestRowCountsObjectsOfNamespacesTheTargetDoesNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &collect.Evaluator{TargetNamespace: "team", TargetName: "t", ProfileGVK: cms, Extractor: ex,
-		Selection: &selection.Target{Included: map[string]bool{"team": true}, Labels: appX}}
+		Selection: &selection.Set{Included: map[string]bool{"team": true}, Labels: appX}}
 	obj := func(ns string, lbl map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": ns, "name": "o", "uid": ns, "labels": lbl}}}
 	}

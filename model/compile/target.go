@@ -23,7 +23,7 @@ type Defaults struct {
 
 // Compiled is what a target generation compiles to.
 type Compiled struct {
-	Selection *selection.Target
+	Selection *selection.Set
 	Extractor *extract.Extractor
 	GVK       schema.GroupVersionKind
 	// Namespaces are the namespaces the target can match, when its spec
@@ -72,7 +72,7 @@ func Compile(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile
 // compileWith is Compile with the profile's part compiled by extractor.
 func compileWith(t *kollectv1alpha1.KollectTarget, p *kollectv1alpha1.KollectProfile, d Defaults, extractor func(*kollectv1alpha1.KollectProfile, Defaults) (*extract.Extractor, error)) (*Compiled, error) {
 	var errs []error
-	sel := &selection.Target{OptIn: t.Spec.WatchMode == "OptIn"}
+	sel := &selection.Set{OptIn: t.Spec.WatchMode == "OptIn"}
 	var err error
 	if sel.NamespaceSelector, err = selector(t.Spec.NamespaceSelector, "spec.namespaceSelector"); err != nil {
 		errs = append(errs, err)

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/admission"
-	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 var (

@@ -15,20 +15,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/internal/servers/bqtest"
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/servers/mongotest"
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/endpoint"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/bigquery"
-	"kollect.dev/kollect/sinks/bigquery/bqtest"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
 	"kollect.dev/kollect/sinks/mongodb"
-	"kollect.dev/kollect/sinks/mongodb/mongotest"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // dialCase builds one network backend on a rebinding host name.

@@ -18,11 +18,11 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/endpoint"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // guardCases says how each registered backend is shown to dial through

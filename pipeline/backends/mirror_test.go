@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/model/endpoint"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/pipeline/backends"
-	"kollect.dev/kollect/pipeline/harness/testenv"
 )
 
 // TestInventoriesOnOneRepositoryShareOneMirror: the Git backends the

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -72,7 +73,7 @@ func azureType() Type {
 			if err != nil {
 				return nil, sinks.Permanent(err)
 			}
-			return newStore(s, objectstore.Endpoint{Bucket: t.Container, Prefix: t.Prefix}, bucket, redact)
+			return newStore(s, objectstore.Endpoint{Bucket: t.Container, Prefix: t.Prefix}, bucket, redact, env.Clock)
 		}}
 }
 
@@ -104,7 +105,7 @@ func buildObjectStore(ctx context.Context, s *kollectv1alpha1.KollectSnapshotSin
 	if err != nil {
 		return nil, err
 	}
-	return newStore(s, e, bucket, redact)
+	return newStore(s, e, bucket, redact, env.Clock)
 }
 
 // checkObjectStoreURL puts a custom endpoint through the endpoint policy
@@ -121,10 +122,10 @@ func checkObjectStoreURL(ctx context.Context, s *kollectv1alpha1.KollectSnapshot
 }
 
 // newStore wraps an opened bucket in the store the sink spec describes.
-func newStore(s *kollectv1alpha1.KollectSnapshotSink, e objectstore.Endpoint, bucket *blob.Bucket, redact []string) (sinks.Backend, error) {
+func newStore(s *kollectv1alpha1.KollectSnapshotSink, e objectstore.Endpoint, bucket *blob.Bucket, redact []string, clk clock.PassiveClock) (sinks.Backend, error) {
 	cfg := objectstore.FromSpec(s, e)
 	cfg.Bucket, cfg.Redact = bucket, redact
-	cfg.Name = s.Spec.Endpoint
+	cfg.Name, cfg.Clock = s.Spec.Endpoint, clk
 	// A bucket may be shared (by the platform's credentials, or ambient
 	// ones): an inventory writes and deletes under its own namespace only.
 	cfg.PinNamespace = true

@@ -170,7 +170,17 @@ func Default(policy endpoint.Policy) *Registry {
 
 // New is a registry of the given types.
 func New(policy endpoint.Policy, types ...Type) *Registry {
-	return &Registry{Policy: policy, Clients: &sinks.Clients{}, types: types, secrets: newSecretMemo(time.Now)}
+	r := &Registry{Policy: policy, Clients: &sinks.Clients{}, types: types}
+	r.secrets = newSecretMemo(r.now)
+	return r
+}
+
+// now reads the registry's clock, set after New by the manager.
+func (r *Registry) now() time.Time {
+	if r.Clock == nil {
+		return clock.RealClock{}.Now()
+	}
+	return r.Clock.Now()
 }
 
 // Names lists the registered types as family/name, sorted.

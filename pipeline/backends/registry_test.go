@@ -13,10 +13,10 @@ import (
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/deploy/crds"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/endpoint"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // examples holds one sink of each registered type, as a user would write

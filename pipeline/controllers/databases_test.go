@@ -11,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"kollect.dev/kollect/sinks/bigquery/bqtest"
-	"kollect.dev/kollect/sinks/mongodb/mongotest"
+	"kollect.dev/kollect/internal/servers/bqtest"
+	"kollect.dev/kollect/internal/servers/mongotest"
 )
 
 // The fan-out's document and analytics databases: a FerretDB and the

@@ -23,14 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"kollect.dev/kollect/internal/servers/azuretest"
+	"kollect.dev/kollect/internal/servers/gcstest"
+	"kollect.dev/kollect/internal/servers/gitlabtest"
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/servers/s3test"
 	"kollect.dev/kollect/sinks/events"
-	"kollect.dev/kollect/sinks/gitlab/gitlabtest"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/objectstore/azuretest"
-	"kollect.dev/kollect/sinks/objectstore/gcstest"
-	"kollect.dev/kollect/sinks/objectstore/s3test"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 // images maps object name → image.

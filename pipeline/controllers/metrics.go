@@ -3,9 +3,9 @@ package controllers
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -15,6 +15,7 @@ import (
 
 // Metrics are the reconcile and probe series of the upstream catalogue.
 type Metrics struct {
+	clock     clock.PassiveClock // times each reconcile
 	total     *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	inFlight  *prometheus.GaugeVec
@@ -27,8 +28,9 @@ type Metrics struct {
 }
 
 // NewMetrics registers the reconcile series with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *Metrics {
 	m := &Metrics{
+		clock: clk,
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kollect_reconcile_total",
 			Help: "Reconcile attempts by controller and result."}, []string{"controller", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kollect_reconcile_duration_seconds",
@@ -150,9 +152,9 @@ func (m *Metrics) Instrument(controller string, r reconcile.Reconciler) reconcil
 		g := m.inFlight.WithLabelValues(controller)
 		g.Inc()
 		defer g.Dec()
-		start := time.Now()
+		start := m.clock.Now()
 		res, err := r.Reconcile(ctx, req)
-		m.duration.WithLabelValues(controller).Observe(time.Since(start).Seconds())
+		m.duration.WithLabelValues(controller).Observe(m.clock.Since(start).Seconds())
 		result := "success"
 		if err != nil {
 			result = "failure"

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"kollect.dev/kollect/sinks/postgres/pgtest"
+	"kollect.dev/kollect/internal/servers/pgtest"
 )
 
 // One row PostgreSQL cannot store (a NUL in a ConfigMap value) is set

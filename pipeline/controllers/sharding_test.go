@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"kollect.dev/kollect/sinks/postgres/pgtest"
+	"kollect.dev/kollect/internal/servers/pgtest"
 )
 
 // TestAnInventoryOverItsCeilingIsExportedInParts: an inventory whose

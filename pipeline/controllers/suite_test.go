@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 )
 
 var (

@@ -77,7 +77,8 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("discovery client: %w", err)
 	}
 	inf := informers.New(dyn, disco, o.InformerResyncPeriod, 30*time.Second, informers.NewMetrics(ctrlmetrics.Registry))
-	cm := controllers.NewMetrics(ctrlmetrics.Registry)
+	clk := actors.OrReal(o.Clock)
+	cm := controllers.NewMetrics(ctrlmetrics.Registry, clk)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("access reviews client: %w", err)
@@ -94,7 +95,7 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		only = o.WatchNamespaces
 		inf.OnlyNamespaces(only, 30*time.Second)
 	}
-	writer := status.NewWriter(c, o.StatusFlushInterval)
+	writer := status.NewWriter(c, o.StatusFlushInterval, clk)
 	writer.Events = mgr.GetEventRecorder("kollect")
 	if err := writer.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("register status metrics: %w", err)
@@ -108,7 +109,6 @@ func setupEngine(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		reporter = read
 	}
 	// The actor system logs through the manager's logger.
-	clk := actors.OrReal(o.Clock)
 	eng := engine.New(inf, actors.NewMetrics(ctrlmetrics.Registry), reporter, o.ExportBatchWindow,
 		slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx).WithName("actors"))), clk)
 	eng.SeriesEvery = o.MetricsSampleInterval

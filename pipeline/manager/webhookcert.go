@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"kollect.dev/kollect/actors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -219,7 +220,7 @@ func newSelfSigned(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		ns := podNamespace(o)
 		names = []string{o.WebhookService + "." + ns + ".svc", o.WebhookService + "." + ns + ".svc.cluster.local", "localhost"}
 	}
-	s := &selfSignedCert{dir: dir, dnsNames: names, configuration: o.WebhookConfiguration, c: c, now: time.Now}
+	s := &selfSignedCert{dir: dir, dnsNames: names, configuration: o.WebhookConfiguration, c: c, now: actors.OrReal(o.Clock).Now}
 	if ns := podNamespace(o); ns != "" && o.WebhookCASecret != "" {
 		s.store = &caStore{c: c, key: types.NamespacedName{Namespace: ns, Name: o.WebhookCASecret}}
 	}

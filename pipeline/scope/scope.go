@@ -379,7 +379,7 @@ func (c *Ceiling) Defaulted() bool {
 
 // Restrict applies the namespace ceiling to a selection, so a namespace
 // created after the last check is not collected before the next one.
-func (c *Ceiling) Restrict(sel *selection.Target) {
+func (c *Ceiling) Restrict(sel *selection.Set) {
 	capped := false
 	for _, r := range c.Rules() {
 		capped = capped || len(r.AllowedNamespaces) > 0 || len(r.DeniedNamespaces) > 0

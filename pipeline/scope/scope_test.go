@@ -116,7 +116,7 @@ func TestAnotherScopeOnlyNarrows(t *testing.T) {
 		if c.Floor() != time.Minute {
 			t.Errorf("tenant scope %+v: floor %v, want the platform's 1m", tenant, c.Floor())
 		}
-		sel := &selection.Target{}
+		sel := &selection.Set{}
 		c.Restrict(sel)
 		if sel.NamespaceMatches(selection.Namespace{Name: "kube-system"}) || sel.NamespaceMatches(selection.Namespace{Name: "team-b"}) {
 			t.Errorf("tenant scope %+v: the selection reads beyond the platform's namespaces", tenant)
@@ -165,7 +165,7 @@ func TestClosedByDefault(t *testing.T) {
 
 func TestRestrictCapsTheSelection(t *testing.T) {
 	c := Of(Rule{Kind: "KollectScope", Name: "s", ScopeCeilingSpec: kollectv1alpha1.ScopeCeilingSpec{AllowedNamespaces: []string{"team-a"}}})
-	sel := &selection.Target{}
+	sel := &selection.Set{}
 	c.Restrict(sel)
 	if !sel.NamespaceMatches(selection.Namespace{Name: "team-a"}) || sel.NamespaceMatches(selection.Namespace{Name: "team-b"}) {
 		t.Fatal("the ceiling does not cap the selection")

@@ -5,12 +5,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // kollect_collected_objects sums the targets sharing a profile and kind,
 // follows their counts, and loses its series with the last of them.
 func TestCollectedObjectsSumTargets(t *testing.T) {
-	w := NewWriter(nil, 0)
+	w := NewWriter(nil, 0, clock.RealClock{})
 	a := Key{Kind: Target, NamespacedName: types.NamespacedName{Namespace: "a", Name: "t"}}
 	b := Key{Kind: Target, NamespacedName: types.NamespacedName{Namespace: "b", Name: "t"}}
 	w.countCollected(a, "p", "v1/ConfigMap", 3)

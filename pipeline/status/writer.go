@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -106,8 +107,8 @@ type inventoryState struct {
 // NewWriter builds a writer. An engine report refreshes its object's
 // status at most once per interval, so a busy cluster does not turn into
 // a status-write storm.
-func NewWriter(c client.Client, interval time.Duration) *Writer {
-	return &Writer{c: c, interval: interval, now: time.Now,
+func NewWriter(c client.Client, interval time.Duration, clk clock.PassiveClock) *Writer {
+	return &Writer{c: c, interval: interval, now: clk.Now,
 		targets: map[Key]*targetState{}, invs: map[Key]*inventoryState{},
 		queues: map[Kind]workqueue.TypedRateLimitingInterface[reconcile.Request]{}, degraded: newDegradedGauge(), degradedReason: map[Key]string{},
 		collected: newCollectedGauge(), collectedBy: map[Key]collectedSeries{}, collectedSum: map[[2]string]collectedTotal{},

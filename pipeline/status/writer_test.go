@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kollect.dev/kollect/actors/inventory"
@@ -20,7 +21,7 @@ import (
 // arrived before the controller started when it starts, later ones no
 // sooner than the interval, many reports of one object as one request.
 func TestReportsBecomeRequestsOfTheirKind(t *testing.T) {
-	w := status.NewWriter(nil, 50*time.Millisecond)
+	w := status.NewWriter(nil, 50*time.Millisecond, clock.RealClock{})
 	early := messages.TargetRef{Kind: "KollectTarget", Namespace: "a", Name: "early"}
 	w.TargetReport(target.Report{Ref: early, Count: 1})
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/servers/bqtest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
-	"kollect.dev/kollect/sinks/bigquery/bqtest"
 )
 
 // objects builds n rows of target, with content version v.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/bigquery"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // BenchmarkFirstExport100k: 100,000 rows into an empty inventory (one

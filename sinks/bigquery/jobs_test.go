@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/bigquery"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestInventoriesOnOneTableExportInBatches: forty inventories exporting

@@ -21,7 +21,7 @@ import (
 // Config is a BigQuery sink's plain configuration.
 type Config struct {
 	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// times (nil: the real clock).
 	Clock                   clock.PassiveClock
 	Project, Dataset, Table string
 	// Location runs jobs in a region (bigquery.location), or "" for the

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/bqtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/bigquery"
-	"kollect.dev/kollect/sinks/bigquery/bqtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 const (

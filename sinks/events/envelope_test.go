@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/events"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 type envelopeValue struct {

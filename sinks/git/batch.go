@@ -131,7 +131,8 @@ func (m *mirror) lead() {
 func (m *mirror) batch(rs []*request) {
 	ctx, cancel := batchContext(rs)
 	defer cancel()
-	giveUp := time.Now().Add(pushRetryFor)
+	clk := rs[0].s.cfg.Clock // a batch shares one key, so one sink's settings
+	giveUp := clk.Now().Add(pushRetryFor)
 	pause := wait.Backoff{Duration: pushBackoff, Factor: 2, Jitter: 1, Cap: pushBackoffMax, Steps: math.MaxInt32}.DelayFunc()
 	for conflicts := 0; ; conflicts++ {
 		results, err := m.attempt(ctx, rs)
@@ -142,7 +143,7 @@ func (m *mirror) batch(rs []*request) {
 			}
 			return
 		}
-		if !isRejected(err) || isStaleLock(err) || time.Now().After(giveUp) {
+		if !isRejected(err) || isStaleLock(err) || clk.Now().After(giveUp) {
 			for _, r := range rs {
 				r.done <- result{ack: sinks.Ack{Conflicts: conflicts}, err: err}
 			}

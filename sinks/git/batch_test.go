@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 )
@@ -28,17 +29,17 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// awaitQueue waits up to 10 s until n requests queue on m, and returns
-// how many did.
-func awaitQueue(m *mirror, n int) int {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+// awaitQueue waits up to 10 s until n requests queue on m.
+func awaitQueue(t *testing.T, m *mirror, n int) {
+	t.Helper()
+	eventually.Check(t, 10*time.Second, "requests queued on the mirror", func() error {
 		m.mu.Lock()
-		queued := len(m.queue)
-		m.mu.Unlock()
-		if queued == n || time.Now().After(deadline) {
-			return queued
+		defer m.mu.Unlock()
+		if len(m.queue) != n {
+			return fmt.Errorf("%d of %d queued", len(m.queue), n)
 		}
-	}
+		return nil
+	})
 }
 
 func teamRow(t *testing.T, team string) *rows.Row {
@@ -108,9 +109,7 @@ func TestExportsQueuedOnOneBranchArePushedTogether(t *testing.T) {
 			_, results[i] = s.Export(context.Background(), snap)
 		}()
 	}
-	if n := awaitQueue(m, teams+1); n != teams+1 {
-		t.Fatalf("%d of %d exports queued", n, teams)
-	}
+	awaitQueue(t, m, teams+1)
 	<-m.turn
 	wg.Wait()
 	for i, err := range results[:teams-1] {
@@ -196,7 +195,7 @@ func TestARestartedBatchReadsEveryRecordInOneGo(t *testing.T) {
 				_, errs[i] = s.Export(context.Background(), rows.NewSnapshot(rows.Identity{Namespace: team, Name: "inv"}, rs, time.Now()))
 			}()
 		}
-		awaitQueue(m, teams)
+		awaitQueue(t, m, teams)
 		<-m.turn
 		wg.Wait()
 		for i, err := range errs {
@@ -254,9 +253,7 @@ func TestWriterRecordsOfOneBatchShareOneListing(t *testing.T) {
 				errs[i] = s.SetWriter(context.Background(), id(i), writer)
 			}()
 		}
-		if n := awaitQueue(m, teams); n != teams {
-			t.Fatalf("%d of %d records queued", n, teams)
-		}
+		awaitQueue(t, m, teams)
 		before := m.lists.Load()
 		<-m.turn
 		wg.Wait()

@@ -44,7 +44,7 @@ func (s *Sink) Writer(ctx context.Context, id rows.Identity) (string, error) {
 // through a remote of its own, not the mirror, so it does not wait for
 // the mirror's turn.
 func (s *Sink) writerRefs(ctx context.Context, id rows.Identity) ([]plumbing.ReferenceName, error) {
-	listed, err := s.m.listed(ctx, s.credentialsKey(), s.listRefs)
+	listed, err := s.m.listed(ctx, s.cfg.Clock, s.credentialsKey(), s.listRefs)
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestGitConformance runs the sink conformance suite on a repository:

@@ -30,9 +30,9 @@ func (s *Sink) collectGarbage() error {
 		return fmt.Errorf("git mirror gc: read the shallow boundary: %w", err)
 	}
 	if len(shallow) > 0 {
-		return pruneShallow(s.repo, shallow, time.Now())
+		return pruneShallow(s.repo, shallow, s.cfg.Clock.Now())
 	}
-	err = s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: time.Now(), Handler: s.repo.DeleteObject})
+	err = s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: s.cfg.Clock.Now(), Handler: s.repo.DeleteObject})
 	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
 		return fmt.Errorf("git mirror gc: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/utils/clock"
 )
 
 // Reading an inventory's writer record is a listing of the remote's refs,
@@ -29,10 +30,10 @@ type listing struct {
 
 // listed returns the remote's refs as listed at most listingTTL ago with
 // the credentials of key, calling list when there is no such listing.
-func (m *mirror) listed(ctx context.Context, key string, list func(context.Context) ([]plumbing.ReferenceName, error)) ([]plumbing.ReferenceName, error) {
+func (m *mirror) listed(ctx context.Context, clk clock.PassiveClock, key string, list func(context.Context) ([]plumbing.ReferenceName, error)) ([]plumbing.ReferenceName, error) {
 	m.mu.Lock()
 	l := m.listings[key]
-	if l == nil || (isClosed(l.ready) && (l.err != nil || time.Since(l.at) > listingTTL)) {
+	if l == nil || (isClosed(l.ready) && (l.err != nil || clk.Since(l.at) > listingTTL)) {
 		l = &listing{ready: make(chan struct{})}
 		if m.listings == nil {
 			m.listings = map[string]*listing{}
@@ -40,7 +41,7 @@ func (m *mirror) listed(ctx context.Context, key string, list func(context.Conte
 		m.listings[key] = l
 		m.mu.Unlock()
 		l.refs, l.err = list(ctx)
-		l.at = time.Now()
+		l.at = clk.Now()
 		close(l.ready)
 		return l.refs, l.err
 	}

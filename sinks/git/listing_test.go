@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/utils/clock"
 )
 
 // TestOneListingServesEveryReaderOfItsCredentials: a hundred sinks reading
@@ -27,7 +28,7 @@ func TestOneListingServesEveryReaderOfItsCredentials(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if refs, err := m.listed(context.Background(), "team-token", list); err != nil || len(refs) != 1 {
+			if refs, err := m.listed(context.Background(), clock.RealClock{}, "team-token", list); err != nil || len(refs) != 1 {
 				t.Errorf("listed %v, %v", refs, err)
 			}
 		}()
@@ -36,11 +37,11 @@ func TestOneListingServesEveryReaderOfItsCredentials(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d listings for 100 readers of one credentials, want 1", n)
 	}
-	if _, err := m.listed(context.Background(), "other-token", list); err != nil || calls.Load() != 2 {
+	if _, err := m.listed(context.Background(), clock.RealClock{}, "other-token", list); err != nil || calls.Load() != 2 {
 		t.Fatalf("another credentials' read: %v, %d listings, want 2", err, calls.Load())
 	}
 	m.forgetListings()
-	if _, err := m.listed(context.Background(), "team-token", list); err != nil || calls.Load() != 3 {
+	if _, err := m.listed(context.Background(), clock.RealClock{}, "team-token", list); err != nil || calls.Load() != 3 {
 		t.Fatalf("a read after the records changed: %v, %d listings, want 3", err, calls.Load())
 	}
 }

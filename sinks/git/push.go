@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -48,7 +47,7 @@ func (s *Sink) push(ctx context.Context, objects []plumbing.Hash, updates []refU
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return sinks.Permanent(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err))
 	}
-	return s.explainRefusal(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err), updates, time.Now())
+	return s.explainRefusal(fmt.Errorf("git push %s: %w", redact(s.cfg.URL), err), updates, s.cfg.Clock.Now())
 }
 
 func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates []refUpdate) (err error) {

@@ -25,8 +25,8 @@ import (
 
 // Config is a resolved Git sink.
 type Config struct {
-	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// Clock stamps what the sink writes (row and message times, commit
+	// times) and times its waits on the server (nil: the real clock).
 	Clock      clock.PassiveClock
 	URL        string // https://, http:// or file:// remote
 	Branch     string // default main

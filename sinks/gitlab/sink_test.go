@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/gitlabtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/git"
 	"kollect.dev/kollect/sinks/gitlab"
-	"kollect.dev/kollect/sinks/gitlab/gitlabtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 const project = "platform/inventory"

@@ -18,10 +18,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // selfSigned returns a server certificate for 127.0.0.1 and its PEM.

@@ -3,9 +3,9 @@ package kafka_test
 import (
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // BenchmarkProduceChanges: 10,000 changed rows per export, each one record

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // In envelope mode (spec.messages: envelope) the topic gets upstream's

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/sinks/events"
 )
@@ -27,15 +28,16 @@ const imageIdle = time.Minute
 type image struct {
 	opts  []kgo.Opt
 	topic string
-	turn  chan struct{} // one read at a time; held while the image is used
+	clock clock.PassiveClock // times the reads' progress
+	turn  chan struct{}      // one read at a time; held while the image is used
 
 	folded  *events.Image
 	offsets map[int32]int64 // where the next read resumes
 	idle    *time.Timer
 }
 
-func newImage(opts []kgo.Opt, topic string) *image {
-	return &image{opts: opts, topic: topic, turn: make(chan struct{}, 1)}
+func newImage(opts []kgo.Opt, topic string, clk clock.PassiveClock) *image {
+	return &image{opts: opts, topic: topic, clock: clk, turn: make(chan struct{}, 1)}
 }
 
 // recover returns what the topic holds for scope: everything produced
@@ -56,10 +58,10 @@ func (im *image) recover(ctx context.Context, scope events.Scope) (*events.Recov
 	}
 	defer cl.Close()
 	fold := func(r *kgo.Record) { im.folded.Fold(func(k string) string { return Header(r, k) }) }
-	ends, err := readFrom(ctx, cl, im.topic, im.offsets, fold)
+	ends, err := readFrom(ctx, im.clock, cl, im.topic, im.offsets, fold)
 	if errors.Is(err, errRewound) {
 		im.folded, im.offsets = &events.Image{Cluster: scope.Cluster}, nil
-		ends, err = readFrom(ctx, cl, im.topic, nil, fold)
+		ends, err = readFrom(ctx, im.clock, cl, im.topic, nil, fold)
 	}
 	if err != nil {
 		im.folded, im.offsets = nil, nil // partly read: not an image of anything

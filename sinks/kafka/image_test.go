@@ -8,11 +8,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // After a restart, the inventories of one process on one topic read it

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/sinks/events"
 )
@@ -22,7 +23,7 @@ func (s *Sink) recover(ctx context.Context, scope events.Scope) (*events.Recover
 	im := s.image
 	s.mu.Unlock()
 	if im == nil { // closed meanwhile: a read of its own
-		im = newImage(s.readOpts(), s.cfg.Topic)
+		im = newImage(s.readOpts(), s.cfg.Topic, s.cfg.Clock)
 	}
 	rec, err := im.recover(ctx, scope)
 	if err != nil {
@@ -71,7 +72,7 @@ func ReadTopic(ctx context.Context, opts []kgo.Opt, topic string, each func(*kgo
 		return err
 	}
 	defer cl.Close()
-	_, err = readFrom(ctx, cl, topic, nil, each)
+	_, err = readFrom(ctx, clock.RealClock{}, cl, topic, nil, each)
 	return err
 }
 
@@ -83,7 +84,7 @@ var errRewound = errors.New("the topic no longer holds the records after the las
 // readFrom is ReadTopic resumed: each partition is read from its offset in
 // from (from its start offset when from has none) to the end offset listed
 // when called; those ends are returned, for the next read to resume at.
-func readFrom(ctx context.Context, cl *kgo.Client, topic string, from map[int32]int64, each func(*kgo.Record)) (map[int32]int64, error) {
+func readFrom(ctx context.Context, clk clock.PassiveClock, cl *kgo.Client, topic string, from map[int32]int64, each func(*kgo.Record)) (map[int32]int64, error) {
 	adm := kadm.NewClient(cl)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
@@ -125,7 +126,7 @@ func readFrom(ctx context.Context, cl *kgo.Client, topic string, from map[int32]
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	r := &partitionReader{cl: cl, adm: adm, topic: topic, stallAfter: stallAfter}
+	r := &partitionReader{cl: cl, adm: adm, topic: topic, stallAfter: stallAfter, clock: clk}
 	for _, p := range parts {
 		if err := r.read(ctx, p, spans[p].from, spans[p].to, each); err != nil {
 			return nil, err
@@ -145,6 +146,7 @@ type partitionReader struct {
 	adm        *kadm.Client
 	topic      string
 	stallAfter time.Duration
+	clock      clock.PassiveClock
 	// leader and id are the partition leaders and topic id last looked up.
 	leader map[int32]int32
 	id     kadm.TopicID
@@ -168,13 +170,13 @@ func (r *partitionReader) lookup(ctx context.Context) error {
 
 // read hands each every record of partition p in [from, to).
 func (r *partitionReader) read(ctx context.Context, p int32, from, to int64, each func(*kgo.Record)) error {
-	pos, lastProgress := from, time.Now()
+	pos, lastProgress := from, r.clock.Now()
 	var lastErr error
 	for pos < to {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if time.Since(lastProgress) > r.stallAfter {
+		if r.clock.Since(lastProgress) > r.stallAfter {
 			return fmt.Errorf("read partition %d of %s: no progress at offset %d of %d for %s (%v); retrying", p, r.topic, pos, to, r.stallAfter, lastErr) //nolint:errorlint // the last fetch error is context; the stall is what failed
 		}
 		next, err := r.fetch(ctx, p, pos, each)
@@ -187,7 +189,7 @@ func (r *partitionReader) read(ctx context.Context, p int32, from, to int64, eac
 			case <-time.After(250 * time.Millisecond):
 			}
 		case next > pos:
-			pos, lastProgress = next, time.Now()
+			pos, lastProgress = next, r.clock.Now()
 		}
 	}
 	return nil

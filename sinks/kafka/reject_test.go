@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // A record over the brokers' default message size is set aside and

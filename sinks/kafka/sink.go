@@ -25,8 +25,8 @@ import (
 
 // Config is a Kafka sink's plain configuration.
 type Config struct {
-	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// Clock stamps what the sink writes (row and message times, commit
+	// times) and times its waits on the server (nil: the real clock).
 	Clock   clock.PassiveClock
 	Brokers []string
 	Topic   string
@@ -163,7 +163,7 @@ func (s *Sink) connect() (*kgo.Client, error) {
 	}
 	// The image is per cluster as well: it folds one cluster's inventories.
 	im, unshare, _ := c.Clients.Acquire("kafka-image", key+"\x00"+c.Cluster, func() (any, func(), error) {
-		return newImage(s.readOpts(), c.Topic), func() {}, nil
+		return newImage(s.readOpts(), c.Topic, s.cfg.Clock), func() {}, nil
 	})
 	s.client, s.release, s.image, s.unshare = v.(*kgo.Client), release, im.(*image), unshare
 	return s.client, nil

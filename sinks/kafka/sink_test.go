@@ -10,12 +10,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func readAll(t *testing.T, fc *kafkatest.Cluster, topic string) []*kgo.Record {

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kollect.dev/kollect/internal/servers/kafkatest"
 	"kollect.dev/kollect/sinks/kafka"
-	"kollect.dev/kollect/sinks/kafka/kafkatest"
 )
 
 // A partition that stalls partway (its leader moving in a rolling

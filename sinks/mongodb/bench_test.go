@@ -6,9 +6,9 @@ import (
 	"context"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/mongotest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/sinks/mongodb"
-	"kollect.dev/kollect/sinks/mongodb/mongotest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // benchSink is a sink on a fresh FerretDB whose collection exists and has

@@ -25,7 +25,7 @@ import (
 // Config is a MongoDB sink's plain configuration.
 type Config struct {
 	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// times (nil: the real clock).
 	Clock clock.PassiveClock
 	// URI is a mongodb:// or mongodb+srv:// connection string.
 	URI string

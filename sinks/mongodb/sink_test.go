@@ -15,11 +15,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"kollect.dev/kollect/internal/servers/mongotest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/mongodb"
-	"kollect.dev/kollect/sinks/mongodb/mongotest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func newSink(t testing.TB, cfg mongodb.Config) *mongodb.Sink {

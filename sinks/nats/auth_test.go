@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestCredentials: token and user/password from the Secret authenticate;

@@ -3,9 +3,9 @@ package nats_test
 import (
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // BenchmarkPublishChanges: 10,000 changed rows per export, each one message

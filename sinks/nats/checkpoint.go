@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -144,7 +143,7 @@ func (s *Sink) writeCheckpoint(ctx context.Context, js jetstream.JetStream, key 
 	s.mu.Lock()
 	s.sinceCheckpoint[key] = 0
 	if e := s.exact[key]; e != nil {
-		e.checkpointed = time.Now()
+		e.checkpointed = s.cfg.Clock.Now()
 	}
 	s.mu.Unlock()
 	return nil

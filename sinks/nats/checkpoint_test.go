@@ -10,12 +10,12 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // Recovery reads the checkpoint and only the messages after it: with the

@@ -7,11 +7,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // In envelope mode the stream gets upstream's messages: one per export,

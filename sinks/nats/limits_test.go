@@ -7,12 +7,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"kollect.dev/kollect/internal/servers/natstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/events"
 	"kollect.dev/kollect/sinks/nats"
-	"kollect.dev/kollect/sinks/nats/natstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // exportOnce exports snap through a new sink (a started operator) and

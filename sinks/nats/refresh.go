@@ -118,7 +118,7 @@ func (s *Sink) refresh(every time.Duration) {
 	s.mu.Lock()
 	js, st := s.js, s.stream
 	for key, e := range s.exact {
-		if time.Since(e.checkpointed) >= every {
+		if s.cfg.Clock.Since(e.checkpointed) >= every {
 			todo = append(todo, due{key, *e})
 		}
 	}

@@ -24,8 +24,8 @@ import (
 
 // Config is a NATS sink's plain configuration.
 type Config struct {
-	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// Clock stamps what the sink writes (row and message times, commit
+	// times) and times its waits on the server (nil: the real clock).
 	Clock   clock.PassiveClock
 	URL     string
 	Subject string
@@ -381,7 +381,7 @@ func (s *Sink) recover(ctx, api context.Context, js jetstream.JetStream, st jets
 	if err != nil {
 		return nil, 0, s.classify("read back stream", err)
 	}
-	for progress := time.Now(); ; {
+	for progress := s.cfg.Clock.Now(); ; {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("nats read back stream: %w", err)
 		}
@@ -404,10 +404,10 @@ func (s *Sink) recover(ctx, api context.Context, js jetstream.JetStream, st jets
 			return rec, last, nil
 		}
 		if n > 0 {
-			progress = time.Now()
+			progress = s.cfg.Clock.Now()
 			continue
 		}
-		if time.Since(progress) > stallAfter {
+		if s.cfg.Clock.Since(progress) > stallAfter {
 			return nil, 0, fmt.Errorf("nats read back stream: no messages for %s though the stream holds %d up to sequence %d; retrying", stallAfter, info.State.Msgs, last)
 		}
 		select {

@@ -13,11 +13,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
+	"kollect.dev/kollect/internal/servers/azuretest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/objectstore/azuretest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestAzureConformance runs the sink conformance suite against Azurite

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/servers/s3test"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/objectstore/s3test"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func benchStore(b *testing.B, srv *s3test.Server, bucket string, cfg objectstore.Config) *objectstore.Store {

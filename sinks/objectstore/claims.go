@@ -41,5 +41,5 @@ func (s *Store) SetWriter(ctx context.Context, id rows.Identity, writer string) 
 		}
 		return nil
 	}
-	return s.redact(s.writeJSON(ctx, key, writerRecord{Writer: writer, UpdatedAt: s.cfg.Now().UTC()}))
+	return s.redact(s.writeJSON(ctx, key, writerRecord{Writer: writer, UpdatedAt: s.cfg.Clock.Now().UTC()}))
 }

@@ -12,9 +12,9 @@ import (
 
 	"gocloud.dev/blob/fileblob"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // duckdbPrefix is where make test-deps installs DuckDB's Node API.

@@ -79,7 +79,7 @@ func (s *Store) export(ctx context.Context, snap *rows.Snapshot, parts []*rows.P
 		}
 	}
 	next := manifest{SchemaVersion: rows.SchemaVersion, Namespace: id.Namespace, Name: id.Name, Generation: id.Generation,
-		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Now().UTC(),
+		Cluster: s.enc.cluster, Checksum: snap.Checksum, Settings: s.settings(), ExportedAt: s.cfg.Clock.Now().UTC(),
 		ItemCount: len(snap.Rows), PartTotal: total, Objects: make(map[string]entry, len(objs))}
 	for _, o := range objs {
 		e := entry{Hash: o.hash, Rows: len(o.rows)}

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"kollect.dev/kollect/internal/servers/s3test"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/objectstore/s3test"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // faultBucket is an S3 bucket reached through a proxy that fails what a

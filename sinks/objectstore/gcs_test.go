@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/gcstest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/objectstore/gcstest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestGCSConformance runs the sink conformance suite against a GCS server

@@ -10,9 +10,9 @@ import (
 
 	"gocloud.dev/blob/memblob"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // TestASplitExportWritesOneObjectPerPart: a document export split by the

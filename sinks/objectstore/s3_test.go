@@ -20,11 +20,11 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 
+	"kollect.dev/kollect/internal/servers/s3test"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/objectstore/s3test"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // config is one way of writing a bucket the suite runs.

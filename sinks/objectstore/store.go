@@ -17,6 +17,7 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
@@ -52,8 +53,9 @@ type Config struct {
 	HotAttributes []string
 	// Redact are credential values removed from every error message.
 	Redact []string
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
+	// Clock stamps what the store writes: export and writer-record
+	// times, Parquet row times (nil: the real clock).
+	Clock clock.PassiveClock
 	// PinNamespace requires every object key to hold the inventory's
 	// namespace as a whole path segment (or the Hive segment ns=<it>), so
 	// an inventory can never name, and so overwrite, another namespace's
@@ -134,8 +136,8 @@ func newStore(cfg Config) (*Store, error) {
 	default:
 		return nil, sinks.Permanent(fmt.Errorf("layout mode %q is not one an object store writes: use document, split or perResource", cfg.Layout))
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 16
@@ -145,7 +147,7 @@ func newStore(cfg Config) (*Store, error) {
 	if cluster == "" {
 		cluster = "default"
 	}
-	return &Store{cfg: cfg, enc: &encoder{format: cfg.Format, compression: cfg.Compression, cluster: cluster, hot: cfg.HotAttributes, now: cfg.Now}}, nil
+	return &Store{cfg: cfg, enc: &encoder{format: cfg.Format, compression: cfg.Compression, cluster: cluster, hot: cfg.HotAttributes, now: cfg.Clock.Now}}, nil
 }
 
 // manifest is what the store writes last: every object of the export.

@@ -10,10 +10,10 @@ import (
 
 	"gocloud.dev/blob/memblob"
 
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/objectstore"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func TestHotColumns(t *testing.T) {

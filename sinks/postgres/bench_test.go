@@ -5,9 +5,9 @@ package postgres_test
 import (
 	"testing"
 
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func benchSink(b *testing.B) *postgres.Sink {

@@ -9,10 +9,10 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // exported_at is the time of the sink's clock (the operator's), not the

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"kollect.dev/kollect/internal/servers/pgtest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 func row(t *testing.T, name, value string) *rows.Row {

@@ -11,11 +11,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 // Many inventories bound to one server share one pool: forty sinks

@@ -23,7 +23,7 @@ import (
 // Config is a Postgres sink's plain configuration.
 type Config struct {
 	// Clock stamps what the sink writes: row and message times, commit
-	// times (nil: the real clock). Waits on the server keep the wall clock.
+	// times (nil: the real clock).
 	Clock clock.PassiveClock
 	// DSN is a libpq connection string or URL.
 	DSN string

@@ -9,11 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/sinktest"
 	"kollect.dev/kollect/model/rows"
 	"kollect.dev/kollect/sinks"
 	"kollect.dev/kollect/sinks/postgres"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
-	"kollect.dev/kollect/sinks/sinktest"
 )
 
 func query(t *testing.T, srv *pgtest.Server, sql string, args ...any) []string {

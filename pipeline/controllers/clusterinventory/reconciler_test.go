@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,7 +82,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectClusterInventory{}).Build()
 			eng := &fakeEngine{}
-			r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
+			r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second, clock.RealClock{}),
 				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 			key := types.NamespacedName{Name: "fleet"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
@@ -113,7 +114,7 @@ func TestDeletionWithoutSinksReleases(t *testing.T) {
 		Finalizers: []string{clusterinventory.Finalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(obj).Build()
 	eng := &fakeEngine{}
-	r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
+	r := &clusterinventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second, clock.RealClock{}),
 		Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -72,7 +73,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectClusterTarget{}).Build()
 			eng := &fakeEngine{}
-			r := &clustertarget.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second), Namespaces: controllertest.Namespaces{"a", "b"}}
+			r := &clustertarget.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second, clock.RealClock{}), Namespaces: controllertest.Namespaces{"a", "b"}}
 			key := types.NamespacedName{Name: "all"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)

@@ -3,8 +3,9 @@ package connectiontest
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"

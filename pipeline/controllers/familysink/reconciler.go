@@ -3,9 +3,10 @@ package familysink
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/clock"
 	"strings"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"

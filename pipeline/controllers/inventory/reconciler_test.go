@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,7 +76,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectInventory{}).Build()
 			eng := &fakeEngine{}
-			r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
+			r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second, clock.RealClock{}),
 				Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "inv"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
@@ -112,7 +113,7 @@ func TestAnInventoryInTheClusterNamespaceIsRefused(t *testing.T) {
 		Spec: kollectv1alpha1.KollectSnapshotSinkSpec{Type: "git", SinkCommonFields: kollectv1alpha1.SinkCommonFields{Endpoint: "https://git.example.com/i.git"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(inv, sink).WithStatusSubresource(&kollectv1alpha1.KollectInventory{}).Build()
 	eng := &fakeEngine{}
-	r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second),
+	r := &inventory.Reconciler{Client: c, Engine: eng, Status: status.NewWriter(c, time.Second, clock.RealClock{}),
 		Resolver: &inventory.Resolver{Client: c, Backends: &backends.Cache{Registry: backends.Default(endpoint.Policy{Lookup: controllertest.NoDNS})}}}
 	key := types.NamespacedName{Namespace: "cluster", Name: "fleet"}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {

@@ -22,7 +22,6 @@ import (
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
-	targetactor "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/model/compile"
@@ -148,14 +147,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 // (--metrics-attribute-labels): whoever scrapes /metrics may not be
 // allowed to read the rows, so by default a labelled series is summed
 // into one.
-func ProfileMetrics(p *kollectv1alpha1.KollectProfile, attributeLabels bool) []targetactor.Metric {
-	out := make([]targetactor.Metric, 0, len(p.Spec.Metrics))
+func ProfileMetrics(p *kollectv1alpha1.KollectProfile, attributeLabels bool) []engine.Metric {
+	out := make([]engine.Metric, 0, len(p.Spec.Metrics))
 	for _, m := range p.Spec.Metrics {
 		var labels []string
 		if attributeLabels {
 			labels = slices.Clone(m.Labels)
 		}
-		out = append(out, targetactor.Metric{Name: m.Name, Path: m.Path, Labels: labels})
+		out = append(out, engine.Metric{Name: m.Name, Path: m.Path, Labels: labels})
 	}
 	return out
 }
@@ -334,7 +333,7 @@ func CheckScope(ceiling *scope.Ceiling, nss Namespaces, c *compile.Compiled, own
 
 // namesNoNamespace reports whether a selection leaves namespaces open: no
 // include list, no namespace selector (its own or a rule's), no opt-in.
-func namesNoNamespace(sel *selection.Target) bool {
+func namesNoNamespace(sel *selection.Set) bool {
 	if len(sel.Included) > 0 || sel.NamespaceSelector != nil || sel.OptIn {
 		return false
 	}
@@ -370,7 +369,7 @@ func pinToWatched(c *compile.Compiled, only []string) error {
 
 // MatchNamespaces lists, sorted, the namespaces a selection's intent and
 // filters match.
-func MatchNamespaces(nss Namespaces, sel *selection.Target) controllers.Match {
+func MatchNamespaces(nss Namespaces, sel *selection.Set) controllers.Match {
 	if nss == nil {
 		return controllers.Match{}
 	}
@@ -393,7 +392,7 @@ func MatchNamespaces(nss Namespaces, sel *selection.Target) controllers.Match {
 
 // Within keeps the matched namespaces a selection's ceiling allows: the
 // effective set.
-func Within(matched []string, sel *selection.Target) []string {
+func Within(matched []string, sel *selection.Set) []string {
 	if sel.Within == nil {
 		return matched
 	}

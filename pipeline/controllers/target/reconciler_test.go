@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,6 @@ import (
 
 	"kollect.dev/kollect/actors/engine"
 	"kollect.dev/kollect/actors/messages"
-	targetactor "kollect.dev/kollect/actors/target"
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/pipeline/controllers/controllertest"
 	"kollect.dev/kollect/pipeline/controllers/target"
@@ -86,7 +86,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithStatusSubresource(&kollectv1alpha1.KollectTarget{}).Build()
-			eng, w := &fakeEngine{}, status.NewWriter(c, time.Second)
+			eng, w := &fakeEngine{}, status.NewWriter(c, time.Second, clock.RealClock{})
 			r := &target.Reconciler{Client: c, Engine: eng, Status: w, Namespaces: controllertest.Namespaces{"team-a", "team-b"}}
 			key := types.NamespacedName{Namespace: "team-a", Name: "t"}
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
@@ -110,7 +110,7 @@ func TestReconcilerFailurePaths(t *testing.T) {
 				if meta.FindStatusCondition(got.Status.Conditions, status.TypeReady) != nil {
 					t.Errorf("Ready before any report: %+v", got.Status.Conditions)
 				}
-				w.TargetReport(targetactor.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "team-a", Name: "t"}, Count: 3})
+				w.TargetReport(engine.TargetReport{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "team-a", Name: "t"}, Count: 3})
 				if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 					t.Fatal(err)
 				}
@@ -145,13 +145,13 @@ func TestStatusListsTheFirstNamespacesAndCountsThemAll(t *testing.T) {
 		Spec: kollectv1alpha1.KollectTargetSpec{ProfileRef: "cms"}}
 	tgt.Spec.ExcludedNamespaces = []string{"ns-299"}
 	c := fake.NewClientBuilder().WithScheme(controllertest.Scheme()).WithObjects(tgt, profile).WithStatusSubresource(&kollectv1alpha1.KollectTarget{}).Build()
-	w := status.NewWriter(c, time.Second)
+	w := status.NewWriter(c, time.Second, clock.RealClock{})
 	r := &target.Reconciler{Client: c, Engine: &fakeEngine{}, Status: w, Namespaces: nss, AllNamespaces: true}
 	key := types.NamespacedName{Namespace: "ns-000", Name: "t"}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
-	w.TargetReport(targetactor.Report{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "ns-000", Name: "t"}})
+	w.TargetReport(engine.TargetReport{Ref: messages.TargetRef{Kind: "KollectTarget", Namespace: "ns-000", Name: "t"}})
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
@@ -233,6 +233,7 @@ type collector struct {
 	resolver   *informers.Resolver
 	stderr     io.Writer
 	progress   *progress
+	clock      clock.PassiveClock // stamps snapshots and watch lines
 	namespace  string
 	namespaces map[string]*unstructured.Unstructured
 }
@@ -255,6 +256,7 @@ func (c *collector) loadNamespaces(ctx context.Context) error {
 // kinds it lists and the rows it holds.
 type targetRun struct {
 	target *kollectv1alpha1.KollectTarget
+	clock  clock.PassiveClock // stamps its snapshots
 	ev     *collect.Evaluator
 	kinds  []listedKind
 	rows   map[rows.Key]*rows.Row
@@ -271,7 +273,7 @@ func (tr *targetRun) snapshot() *rows.Snapshot {
 	for _, r := range tr.rows {
 		out = append(out, r)
 	}
-	return rows.NewSnapshot(rows.Identity{Namespace: tr.target.Namespace, Name: tr.target.Name}, out, time.Now())
+	return rows.NewSnapshot(rows.Identity{Namespace: tr.target.Namespace, Name: tr.target.Name}, out, tr.clock.Now())
 }
 
 func (tr *targetRun) record(contextName, cluster string) record {
@@ -296,7 +298,7 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	if err != nil {
 		return nil, err
 	}
-	tr := &targetRun{target: t, rows: map[rows.Key]*rows.Row{}, ev: &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name,
+	tr := &targetRun{target: t, clock: c.clock, rows: map[rows.Key]*rows.Row{}, ev: &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name,
 		ProfileGVK: compiled.GVK, Selection: compiled.Selection, Extractor: compiled.Extractor}}
 	for _, gvk := range compiled.Selection.GVKs(compiled.GVK) {
 		gvr, namespaced, err := c.resolver.Resolve(gvk)

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"kollect.dev/kollect/pipeline/harness/testenv"
+	"kollect.dev/kollect/internal/testenv"
 	"kollect.dev/kollect/pipeline/tools/cli"
 )
 

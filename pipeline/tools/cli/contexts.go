@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/informers"
 )
@@ -131,7 +132,7 @@ func (o collectOptions) collectContext(ctx context.Context, cfg *Config, loading
 		res.err = fmt.Errorf("cannot reach the cluster of context %q: %w", name, err)
 		return res
 	}
-	res.c = &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log)}
+	res.c = &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clock.RealClock{}), clock: clock.RealClock{}}
 	res.collect(ctx, cfg, log)
 	return res
 }

@@ -15,6 +15,7 @@ import (
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
 	"kollect.dev/kollect/informers"
@@ -125,7 +126,7 @@ func (o collectOptions) collectFiles(ctx context.Context, cfg *Config, name, clu
 		disco.Resources = append(disco.Resources, l)
 	}
 	res.c = &collector{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...),
-		resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log)}
+		resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clock.RealClock{}), clock: clock.RealClock{}}
 	res.collect(ctx, cfg, log)
 	return res
 }

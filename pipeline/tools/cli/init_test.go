@@ -5,6 +5,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kollectv1alpha1 "kollect.dev/kollect/api/v1alpha1"
+	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/pipeline/tools/cli"
 )
 
@@ -76,13 +78,12 @@ func (term *terminal) screen() string {
 // waitFor waits until the screen shows text.
 func (term *terminal) waitFor(text string) {
 	term.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(term.screen(), text) {
-			return
+	eventually.Check(term.t, 30*time.Second, fmt.Sprintf("the wizard shows %q", text), func() error {
+		if s := term.screen(); !strings.Contains(s, text) {
+			return fmt.Errorf("its screen ends:\n%s", s[max(0, len(s)-3000):])
 		}
-	}
-	s := term.screen()
-	term.t.Fatalf("the wizard never showed %q; its screen ends:\n%s", text, s[max(0, len(s)-3000):])
+		return nil
+	})
 }
 
 // keys types into the terminal, one key at a time with a pause after

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/model/rows"
@@ -22,6 +23,7 @@ type watchOutput struct {
 	format    string
 	context   string
 	sink      *sinkOutput
+	clock     clock.PassiveClock // stamps each line; the collector's
 }
 
 // change is one informer event for one target.
@@ -36,6 +38,7 @@ type change struct {
 // row that changes, until ctx ends. With a sink, changed targets are
 // exported again, batched over half a second.
 func (c *collector) watch(ctx context.Context, runs []*targetRun, out watchOutput) error {
+	out.clock = c.clock
 	events := make(chan change, 4096)
 	factories := map[string]dynamicinformer.DynamicSharedInformerFactory{}
 	for _, tr := range runs {
@@ -170,7 +173,7 @@ func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
 	for _, a := range as { // in name order
 		attrs = append(attrs, a.Name+"="+cell(as, a.Name, o.format == "wide"))
 	}
-	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", time.Now().Format("15:04:05"), strings.ToUpper(typ),
+	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", o.clock.Now().Format("15:04:05"), strings.ToUpper(typ),
 		tr.target.Namespace, tr.target.Name, row.Namespace, row.Name, row.Kind, strings.Join(attrs, " "))
 	return err
 }

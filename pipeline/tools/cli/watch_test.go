@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kollect.dev/kollect/internal/eventually"
+	"kollect.dev/kollect/internal/servers/mongotest"
+	"kollect.dev/kollect/internal/servers/pgtest"
+	"kollect.dev/kollect/internal/servers/s3test"
 	"kollect.dev/kollect/pipeline/tools/cli"
-	"kollect.dev/kollect/sinks/mongodb/mongotest"
-	"kollect.dev/kollect/sinks/objectstore/s3test"
-	"kollect.dev/kollect/sinks/postgres/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a poller.
