@@ -170,10 +170,20 @@ type paced struct{}
 // did that work hundreds of times over: 100,000 objects created in three
 // minutes made about 300 Git exports; paced, 40 to 60, and the operator
 // used a quarter less CPU (two fifths less in a 250 MiB memory cgroup).
+//
+// The budget holds an export back only while the content keeps changing:
+// once the latest snapshot has stayed the latest for settleAfter, the
+// changes have stopped, nothing would join the held export, and it starts
+// at once. Holding it the rest of the budget's wait made the last state
+// of a burst reach Git seconds after the last change (10,000 objects:
+// 1.6 to 4.2 s). An inventory offers snapshots every batch window (200 ms
+// by default) while its targets change, so a wait of settleAfter without
+// one is the end of the changes, not a pause between them.
 const (
 	exportShare = 2
 	exportBurst = time.Second
 	paceMax     = 5 * time.Second
+	settleAfter = 300 * time.Millisecond
 )
 
 type actorState struct {
@@ -192,9 +202,11 @@ type actorState struct {
 	cancelRetry, cancelDue func()
 	// cancelPaced cancels the timer of an export waiting for the budget.
 	cancelPaced func()
-	cancel      context.CancelFunc
-	debounce    Debounce
-	budget      pace.Budget
+	// offeredAt is when the latest snapshot was offered.
+	offeredAt time.Time
+	cancel    context.CancelFunc
+	debounce  Debounce
+	budget    pace.Budget
 	// links accumulate until an export ships the changes they traced.
 	links []trace.Link
 }
@@ -228,7 +240,7 @@ func (a *actorState) Receive(ctx actor.Context) {
 			// heartbeat (upstream's debounce).
 			a.metrics.Debounced(a.controller())
 		}
-		a.slot.Latest = msg.Snapshot
+		a.slot.Latest, a.offeredAt = msg.Snapshot, a.cfg.Clock.Now()
 		a.links = append(a.links, msg.Links...)
 		if len(a.links) > 64 {
 			a.links = a.links[len(a.links)-64:]
@@ -334,10 +346,16 @@ func (a *actorState) maybeStart(ctx actor.Context) {
 		}
 		return
 	}
-	if wait := min(paceMax, a.budget.Wait(a.cfg.Clock.Now(), 0)); wait > 0 {
-		a.metrics.Paced(a.cfg.Type, wait)
-		a.cancelPaced = a.after(ctx, wait, paced{})
-		return
+	now := a.cfg.Clock.Now()
+	if wait := min(paceMax, a.budget.Wait(now, 0)); wait > 0 {
+		if settled := a.offeredAt.Add(settleAfter); now.Before(settled) {
+			// Held while the changes go on: looked at again when the
+			// budget allows, or when the latest snapshot settled.
+			wait = min(wait, settled.Sub(now))
+			a.metrics.Paced(a.cfg.Type, wait)
+			a.cancelPaced = a.after(ctx, wait, paced{})
+			return
+		}
 	}
 	if a.cancelDue != nil {
 		a.cancelDue()
