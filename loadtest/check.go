@@ -63,17 +63,15 @@ func pgCompare(ctx context.Context, db *pgx.Conn, want map[string]string) (lost,
 	return lost, n - len(got) + extra
 }
 
-func gitFiles(bare string) ([]string, error) {
-	out, err := exec.Command("git", "--git-dir", bare, "ls-tree", "-r", "--name-only", "main").Output()
+func gitFiles(bare string) ([]string, error) { return gitFilesAt(bare, "main") }
+
+// gitFilesAt lists the files of commit rev.
+func gitFilesAt(bare, rev string) ([]string, error) {
+	out, err := exec.Command("git", "--git-dir", bare, "ls-tree", "-r", "--name-only", rev).Output()
 	if err != nil {
 		return nil, err
 	}
 	return strings.Fields(string(out)), nil
-}
-
-func gitFileCount(bare string) (int, error) {
-	f, err := gitFiles(bare)
-	return len(f), err
 }
 
 // gitCompare counts objects whose file is missing or stale in the tip of
@@ -98,14 +96,17 @@ func gitCompare(bare string, want map[string]string) int {
 
 // gitVersions reads the version attribute of every file at the tip of main
 // (path → version), with one git cat-file --batch.
-func gitVersions(bare string) (map[string]string, error) {
-	files, err := gitFiles(bare)
+func gitVersions(bare string) (map[string]string, error) { return gitVersionsAt(bare, "main") }
+
+// gitVersionsAt reads the version attribute of every file of commit rev.
+func gitVersionsAt(bare, rev string) (map[string]string, error) {
+	files, err := gitFilesAt(bare, rev)
 	if err != nil {
 		return nil, err
 	}
 	var in bytes.Buffer
 	for _, f := range files {
-		fmt.Fprintf(&in, "main:%s\n", f)
+		fmt.Fprintf(&in, "%s:%s\n", rev, f)
 	}
 	cmd := exec.Command("git", "--git-dir", bare, "cat-file", "--batch")
 	cmd.Stdin = &in

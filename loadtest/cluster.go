@@ -34,6 +34,13 @@ type ClusterOptions struct {
 	// DeleteShare of the churn's changes delete their object; the object's
 	// next change creates it again.
 	DeleteShare float64
+	// GitBursts objects are updated, deleted and created again in three
+	// bursts once every row arrived (0: none).
+	GitBursts int
+	// OperatorProfile, when set, is a file for the operator's CPU profile
+	// over the creates and the first rows' arrival (OperatorProfileFor).
+	OperatorProfile    string
+	OperatorProfileFor time.Duration
 	// GoMemLimit, when set, is the operator's GOMEMLIMIT (instead of what
 	// it sets from its container's memory limit in a pod).
 	GoMemLimit string
@@ -46,11 +53,15 @@ type ClusterOptions struct {
 
 // ClusterResult is what a cluster-mode run measured.
 type ClusterResult struct {
-	Objects        int                `json:"objects"`
-	Deployments    int                `json:"deployments"`
-	CreateDuration time.Duration      `json:"createDurationNs"`
-	AllInGit       time.Duration      `json:"allRowsInGitAfterLastCreateNs"`
-	AllInPostgres  time.Duration      `json:"allRowsInPostgresAfterLastCreateNs"`
+	Objects        int           `json:"objects"`
+	Deployments    int           `json:"deployments"`
+	CreateDuration time.Duration `json:"createDurationNs"`
+	AllInGit       time.Duration `json:"allRowsInGitAfterLastCreateNs"`
+	AllInPostgres  time.Duration `json:"allRowsInPostgresAfterLastCreateNs"`
+	// GitPushes are the remote's pushes from 5 s before the last create
+	// until the one that held every row.
+	GitPushes      []GitPush          `json:"gitPushesAroundLastCreate"`
+	GitBursts      []GitBurst         `json:"gitBursts,omitempty"`
 	Updates        int                `json:"updates"`
 	Deletes        int                `json:"deletes"`
 	Creates        int                `json:"recreates"`
@@ -175,6 +186,22 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 	}
 	logf("creating %d objects (%d Deployments, the rest ConfigMaps) in %d namespaces", o.Objects, res.Deployments, o.Namespaces)
 	start := time.Now()
+	profiled := make(chan struct{})
+	if o.OperatorProfile != "" {
+		go func() {
+			defer close(profiled)
+			p, err := op.cpuProfile(max(time.Second, o.OperatorProfileFor))
+			if err == nil {
+				err = os.WriteFile(o.OperatorProfile, p, 0o644)
+			}
+			if err != nil {
+				logf("operator CPU profile: %v", err)
+			}
+		}()
+	} else {
+		close(profiled)
+	}
+	defer func() { <-profiled }()
 	if err := createObjects(ctx, c, objs, o.CreateRate, "v0"); err != nil {
 		return nil, err
 	}
@@ -189,8 +216,8 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		return nil, err
 	}
 	defer db.Close(context.Background())
-	gitDone, pgDone := false, false
-	for !(gitDone && pgDone) {
+	pgDone := false
+	for !pgDone {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("waiting for every row: %w", err)
 		}
@@ -203,14 +230,18 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 				logf("all %d rows in Postgres %v after the last create", n, res.AllInPostgres.Round(time.Millisecond))
 			}
 		}
-		if !gitDone {
-			if n, _ := gitFileCount(bare); n == o.Objects {
-				res.AllInGit, gitDone = time.Since(lastCreate), true
-				logf("all %d files in Git %v after the last create", n, res.AllInGit.Round(time.Millisecond))
-			}
-		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Git's time is the remote's: when the push that held every row
+	// landed, from its log of pushes, read once the exports went quiet.
+	inGit, pushes, err := awaitPush(ctx, bare, lastCreate.Add(-5*time.Second), lastCreate, 5*time.Minute,
+		func(v map[string]string) bool { return len(v) == o.Objects })
+	res.GitPushes = pushes
+	if err != nil {
+		return res, fmt.Errorf("waiting for every row in Git: %w", err)
+	}
+	res.AllInGit = inGit.Sub(lastCreate)
+	logf("all %d files in Git %v after the last create (%d pushes from 5 s before it)", o.Objects, res.AllInGit.Round(time.Millisecond), len(pushes))
 	// The export that brought the last rows may still be storing what it
 	// pushed in the Git mirror: the live heap is measured once the exports
 	// settled, not with one in flight.
@@ -224,6 +255,11 @@ func RunCluster(ctx context.Context, o ClusterOptions) (*ClusterResult, error) {
 		res.GoMemLimitBytes = int64(soft)
 	}
 
+	if o.GitBursts > 0 {
+		if res.GitBursts, err = gitBursts(ctx, c, bare, objs, o.GitBursts, logf); err != nil {
+			return res, err
+		}
+	}
 	if o.ChurnRate > 0 && o.ChurnFor > 0 {
 		logf("churning %.0f changes/s for %v (%.0f%% deletes)", o.ChurnRate, o.ChurnFor, o.DeleteShare*100)
 		if err := churn(ctx, c, db, o, objs, want, res); err != nil {

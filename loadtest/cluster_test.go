@@ -67,11 +67,27 @@ func TestClusterModeLosesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := RunCluster(ctx, ClusterOptions{Binary: bin, Objects: 300, Namespaces: 5, DeploymentShare: 0.2, CreateRate: 300,
-		ChurnRate: 50, ChurnFor: 4 * time.Second, DeleteShare: 0.2, Log: t.Logf})
+		ChurnRate: 50, ChurnFor: 4 * time.Second, DeleteShare: 0.2, GitBursts: 50, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkNothingLost(t, res)
+	// The remote's push log times Git: the last push of the creates held
+	// every file, and each burst ended at a push that held its changes.
+	if n := len(res.GitPushes); n == 0 || res.GitPushes[n-1].Files != 300 {
+		t.Errorf("pushes around the last create: %+v; the last should hold all 300 files", res.GitPushes)
+	}
+	if len(res.GitBursts) != 3 {
+		t.Fatalf("bursts %+v; want update, delete and create", res.GitBursts)
+	}
+	for _, b := range res.GitBursts {
+		if b.Objects != 50 || len(b.Pushes) == 0 || b.Pushes[len(b.Pushes)-1].After < 0 {
+			t.Errorf("%s burst: %+v; want 50 objects ending at a push after the last write", b.Change, b)
+		}
+	}
+	if last := res.GitBursts[1].Pushes; last[len(last)-1].Files != 250 {
+		t.Errorf("the delete burst ended at a push of %d files, want 250", last[len(last)-1].Files)
+	}
 	if res.Deployments != 60 || res.Updates == 0 || res.Deletes == 0 {
 		t.Fatalf("want 60 Deployments and both updates and deletes; got %d Deployments, %d updates, %d deletes",
 			res.Deployments, res.Updates, res.Deletes)

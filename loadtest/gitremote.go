@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,12 @@ func serveGit(bare string, log io.Writer) (*gitRemote, error) {
 			return nil, fmt.Errorf("git %s: %v: %s", args[0], err, out)
 		}
 	}
+	// The remote logs each ref a push moved, with the time it moved: the
+	// timeline of exports as the remote saw them (pushLog).
+	hook := "#!/bin/sh\nnow=$(date +%s%N)\nwhile read old new ref; do echo \"$now $new $ref\" >> " + shellQuote(filepath.Join(bare, pushLogFile)) + "; done\n"
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
+		return nil, fmt.Errorf("git remote hook: %w", err)
+	}
 	execPath, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		return nil, fmt.Errorf("git --exec-path: %w", err)
@@ -67,3 +74,38 @@ func (r *gitRemote) close() {
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
 }
+
+// pushLogFile, in the bare repository, holds one line per ref a push
+// moved: the time in Unix nanoseconds, the new commit and the ref.
+const pushLogFile = "pushes.log"
+
+// push is one ref the remote moved.
+type push struct {
+	at     time.Time
+	commit string
+	ref    string
+}
+
+// pushLog reads the remote's pushes to ref, in the order they landed.
+func pushLog(bare, ref string) ([]push, error) {
+	b, err := os.ReadFile(filepath.Join(bare, pushLogFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []push
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ns int64
+		var p push
+		if _, err := fmt.Sscan(line, &ns, &p.commit, &p.ref); err != nil || p.ref != ref {
+			continue
+		}
+		p.at = time.Unix(0, ns)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -22,6 +23,9 @@ type flags struct {
 	scenario, out, binary, kubeconfig, memLimit, limit, cpuProfile string
 	plotTenants                                                    string
 	reports                                                        []string // with plotTenants
+	runs                                                           int
+	operatorProfile                                                string
+	operatorProfileFor                                             time.Duration
 }
 
 // parseFlags reads the command line with a flag set of its own:
@@ -35,6 +39,9 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Cluster mode: load this kubeconfig's current context instead of a local control plane.")
 	fs.StringVar(&f.memLimit, "gomemlimit", "", "Cluster mode: the operator's GOMEMLIMIT, such as 300MiB (overrides the scenario's goMemLimit).")
 	fs.StringVar(&f.limit, "memory-limit", "", "Cluster mode: run the operator in a memory cgroup with this limit, such as 250Mi, as a pod's resources.limits.memory does (needs a writable cgroup: root); the operator sets its soft limit from it, as in a pod, unless -gomemlimit says otherwise.")
+	fs.IntVar(&f.runs, "runs", 1, "Run the scenario this many times, each on a fresh control plane and operator, and write the distribution of the figures (<scenario>-runs-<time>.md in -out).")
+	fs.StringVar(&f.operatorProfile, "operator-cpuprofile", "", "Cluster mode: write the operator's CPU profile, from the first create on, to this file.")
+	fs.DurationVar(&f.operatorProfileFor, "operator-cpuprofile-for", 30*time.Second, "How long -operator-cpuprofile profiles.")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "Write the harness's CPU profile here (in engine mode, the engine's from the first event until the sink holds every row).")
 	fs.StringVar(&f.plotTenants, "plot-tenants", "", "Run nothing: draw the figures of the tenants reports (report.json files) named after the flags against the number of teams, into this PNG.")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +93,7 @@ func main() {
 	if f.limit != "" {
 		s.MemoryLimit = f.limit
 	}
+	s.OperatorProfile, s.OperatorProfileFor = f.operatorProfile, f.operatorProfileFor
 	if f.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 		if err != nil {
@@ -124,18 +132,34 @@ func main() {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "loadtest: "+format+"\n", a...) }
 	logf("scenario %s (%s mode, %d objects)", s.Name, s.Mode, s.Objects)
-	rep, err := Run(ctx, s, f.binary, f.kubeconfig, profile, logf)
-	if rep != nil {
-		dir := filepath.Join(f.out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
-		files, werr := rep.Write(dir)
-		rep.Summary(os.Stdout)
-		if werr != nil {
-			logf("writing the report: %v", werr)
+	var reps []*Report
+	for run := 1; run <= max(1, f.runs); run++ {
+		if f.runs > 1 {
+			logf("run %d of %d", run, f.runs)
 		}
-		logf("report: %s", strings.Join(files, ", "))
+		rep, err := Run(ctx, s, f.binary, f.kubeconfig, profile, logf)
+		if rep != nil {
+			dir := filepath.Join(f.out, s.Name+"-"+rep.StartedAt.UTC().Format("20060102-150405"))
+			files, werr := rep.Write(dir)
+			rep.Summary(os.Stdout)
+			if werr != nil {
+				logf("writing the report: %v", werr)
+			}
+			logf("report: %s", strings.Join(files, ", "))
+			reps = append(reps, rep)
+		}
+		if err != nil {
+			fail(err)
+		}
 	}
-	if err != nil {
-		fail(err)
+	if len(reps) > 1 {
+		table := Distribution(reps)
+		fmt.Print(table)
+		name := filepath.Join(f.out, s.Name+"-runs-"+reps[0].StartedAt.UTC().Format("20060102-150405")+".md")
+		if err := os.WriteFile(name, []byte(table), 0o644); err != nil {
+			fail(err)
+		}
+		logf("distribution: %s", name)
 	}
 }
 

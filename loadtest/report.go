@@ -140,6 +140,11 @@ func (r *Report) table(b *strings.Builder) {
 		row("cluster: objects created in", c.CreateDuration.Round(time.Millisecond).String())
 		row("cluster: all rows in Git after the last create", c.AllInGit.Round(time.Millisecond).String())
 		row("cluster: all rows in Postgres after the last create", c.AllInPostgres.Round(time.Millisecond).String())
+		row("cluster: Git pushes from 5 s before the last create (s after it: files)", pushTimeline(c.GitPushes))
+		for _, b := range c.GitBursts {
+			row(fmt.Sprintf("cluster: Git burst of %d %ss: written in, all in Git after the last write", b.Objects, b.Change),
+				fmt.Sprintf("%v, %v (pushes: %s)", b.Written.Round(time.Millisecond), b.InGit.Round(time.Millisecond), pushTimeline(b.Pushes)))
+		}
 		row("cluster: churn updates / deletes / re-creates", fmt.Sprintf("%d / %d / %d", c.Updates, c.Deletes, c.Creates))
 		row("cluster: lag p50 / p95 / p99 / max (write → Postgres)", fmt.Sprintf("%v / %v / %v / %v",
 			c.LagP50.Round(time.Millisecond), c.LagP95.Round(time.Millisecond), c.LagP99.Round(time.Millisecond), c.LagMax.Round(time.Millisecond)))
@@ -323,4 +328,13 @@ func (r *Report) commitLatencyPlot() (*plot.Plot, bool) {
 	p.Add(bars)
 	p.NominalX(names...)
 	return p, true
+}
+
+// pushTimeline writes pushes as "-0.41: 9800, 0.62: 10000".
+func pushTimeline(pushes []GitPush) string {
+	parts := make([]string, 0, len(pushes))
+	for _, p := range pushes {
+		parts = append(parts, fmt.Sprintf("%.2f: %d", p.After.Seconds(), p.Files))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -37,6 +37,15 @@ type Scenario struct {
 	// DeleteShare of the churn's changes are deletes (cluster mode); a
 	// deleted object is created again at its next change.
 	DeleteShare float64 `json:"deleteShare,omitempty"`
+	// GitBursts, in cluster mode, is how many objects are updated, then
+	// deleted, then created again, each as fast as the API server takes
+	// them, once every row arrived; each burst's arrival in Git is timed.
+	GitBursts int `json:"gitBursts,omitempty"`
+	// OperatorProfile and OperatorProfileFor come from the command line
+	// (-operator-cpuprofile): the operator's CPU profile from the first
+	// create on, for that long (cluster mode).
+	OperatorProfile    string        `json:"-"`
+	OperatorProfileFor time.Duration `json:"-"`
 	// GoMemLimit is the operator's GOMEMLIMIT (cluster mode), as the Helm
 	// chart's memory limit would set it; empty: none.
 	GoMemLimit string `json:"goMemLimit,omitempty"`
@@ -115,7 +124,7 @@ func Run(ctx context.Context, s Scenario, binary, kubeconfig string, profile io.
 	case "cluster":
 		r.Cluster, err = RunCluster(ctx, ClusterOptions{Binary: binary, Kubeconfig: kubeconfig, Objects: s.Objects, Namespaces: s.Namespaces,
 			DeploymentShare: s.DeploymentShare, CreateRate: s.CreateRate, ChurnRate: s.ChurnRate, ChurnFor: s.ChurnFor.Duration,
-			DeleteShare: s.DeleteShare, GoMemLimit: s.GoMemLimit, MemoryLimit: s.MemoryLimit, Log: logf})
+			DeleteShare: s.DeleteShare, GitBursts: s.GitBursts, OperatorProfile: s.OperatorProfile, OperatorProfileFor: s.OperatorProfileFor, GoMemLimit: s.GoMemLimit, MemoryLimit: s.MemoryLimit, Log: logf})
 	case "tenants":
 		if kubeconfig != "" {
 			return r, fmt.Errorf("a tenants run starts its own control plane: drop -kubeconfig")
