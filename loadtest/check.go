@@ -83,7 +83,7 @@ func gitCompare(bare string, want map[string]string) int {
 	}
 	got := map[string]string{}
 	for f, v := range byPath {
-		got[strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))] = v
+		got[objectName(f)] = v
 	}
 	lost := 0
 	for name, v := range want {
@@ -135,4 +135,10 @@ func gitVersionsAt(bare, rev string) (map[string]string, error) {
 		got[f] = attrs.Version
 	}
 	return got, nil
+}
+
+// objectName is the object a Git file holds: its name without directory
+// and extension (the scenarios' ItemPath).
+func objectName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }

@@ -349,6 +349,13 @@ func exportFigures(f map[string]*dto.MetricFamily) map[string]ExportFigures {
 // createObjects creates the objects holding version with four workers at
 // the target rate.
 func createObjects(ctx context.Context, c client.Client, objs objects, rate float64, version string) error {
+	return writeAll(ctx, objs.n, rate, func(i int) error { return objs.at(i).create(ctx, c, version) })
+}
+
+// writeAll calls write for 0 ≤ i < n with four writers, at rate writes
+// per second (0: as fast as the API server takes them), and stops at the
+// first error.
+func writeAll(ctx context.Context, n int, rate float64, write func(i int) error) error {
 	var every time.Duration
 	if rate > 0 {
 		every = time.Duration(float64(time.Second) / rate)
@@ -362,7 +369,7 @@ func createObjects(ctx context.Context, c client.Client, objs objects, rate floa
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				if err := objs.at(i).create(ctx, c, version); err != nil {
+				if err := write(i); err != nil {
 					errs <- err
 					return
 				}
@@ -370,7 +377,7 @@ func createObjects(ctx context.Context, c client.Client, objs objects, rate floa
 		}()
 	}
 	var err error
-	for i := 0; i < objs.n && err == nil; i++ {
+	for i := 0; i < n && err == nil; i++ {
 		if every > 0 {
 			if wait := time.Until(start.Add(every * time.Duration(i))); wait > 0 {
 				time.Sleep(wait)

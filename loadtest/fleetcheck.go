@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -90,7 +89,7 @@ func (v fleetView) git() (fleetState, error) {
 			continue
 		}
 		cluster, _, _ := strings.Cut(path, "/")
-		st.put(cluster, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), version)
+		st.put(cluster, objectName(path), version)
 	}
 	return st, nil
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,7 +52,7 @@ func gitBursts(ctx context.Context, c client.Client, bare string, objs objects, 
 	var out []GitBurst
 	for _, ph := range phases {
 		first := time.Now()
-		if err := writeAll(ctx, picked, ph.write); err != nil {
+		if err := writeAll(ctx, n, 0, func(i int) error { return ph.write(picked[i]) }); err != nil {
 			return out, err
 		}
 		last := time.Now()
@@ -78,43 +75,11 @@ func gitBursts(ctx context.Context, c client.Client, bare string, objs objects, 
 func count(versions map[string]string, names map[string]bool, v string) int {
 	n := 0
 	for path, got := range versions {
-		if names[strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))] && (v == "" || got == v) {
+		if names[objectName(path)] && (v == "" || got == v) {
 			n++
 		}
 	}
 	return n
-}
-
-// writeAll applies write to every object with four writers, as fast as
-// the API server takes them.
-func writeAll(ctx context.Context, objs []object, write func(object) error) error {
-	work := make(chan object)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ob := range work {
-				if err := write(ob); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		}()
-	}
-	for _, ob := range objs {
-		select {
-		case work <- ob:
-		case <-ctx.Done():
-		}
-	}
-	close(work)
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
 }
 
 // awaitPush waits until a push to main made after since holds what holds

@@ -176,12 +176,7 @@ func New(policy endpoint.Policy, types ...Type) *Registry {
 }
 
 // now reads the registry's clock, set after New by the manager.
-func (r *Registry) now() time.Time {
-	if r.Clock == nil {
-		return clock.RealClock{}.Now()
-	}
-	return r.Clock.Now()
-}
+func (r *Registry) now() time.Time { return sinks.OrRealClock(r.Clock).Now() }
 
 // Names lists the registered types as family/name, sorted.
 func (r *Registry) Names() []string {

@@ -81,9 +81,7 @@ const Scope = bigquery.Scope
 // until the first export or probe (except, with ADC, finding the default
 // credentials).
 func New(ctx context.Context, cfg Config) (*Sink, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	for what, v := range map[string]string{"project": cfg.Project, "dataset": cfg.Dataset, "table": cfg.Table} {
 		if err := validName(what, v); err != nil {
 			return nil, sinks.Permanent(err)

@@ -127,9 +127,7 @@ type renderedFile struct {
 var _ sinks.Snapshot = (*Sink)(nil)
 
 func (cfg Config) withDefaults() Config {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if cfg.Branch == "" {
 		cfg.Branch = "main"
 	}

@@ -90,9 +90,7 @@ var (
 
 // New validates cfg; nothing is dialled until the first export or probe.
 func New(cfg Config) (*Sink, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if len(cfg.Brokers) == 0 || cfg.Topic == "" {
 		return nil, sinks.Permanent(errors.New("spec.kafka.brokers and spec.kafka.topic are required"))
 	}

@@ -90,9 +90,7 @@ var (
 // New validates cfg and prepares a client; nothing is dialled until the
 // first export or probe.
 func New(cfg Config) (*Sink, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if cfg.Database == "" || cfg.Collection == "" {
 		return nil, sinks.Permanent(errors.New("mongodb.database and mongodb.collection are required"))
 	}

@@ -98,9 +98,7 @@ var (
 
 // New validates cfg; nothing is dialled until the first export or probe.
 func New(cfg Config) (*Sink, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if cfg.URL == "" {
 		return nil, sinks.Permanent(errors.New("a nats sink needs spec.nats.url or spec.endpoint"))
 	}

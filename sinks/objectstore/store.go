@@ -136,9 +136,7 @@ func newStore(cfg Config) (*Store, error) {
 	default:
 		return nil, sinks.Permanent(fmt.Errorf("layout mode %q is not one an object store writes: use document, split or perResource", cfg.Layout))
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 16
 	}

@@ -82,9 +82,7 @@ var (
 // New validates cfg and prepares a connection pool; nothing is dialled
 // until the first export or probe.
 func New(cfg Config) (*Sink, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg.Clock = sinks.OrRealClock(cfg.Clock)
 	if cfg.Table == "" {
 		return nil, sinks.Permanent(errors.New("postgres.table is required"))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,7 +257,6 @@ func (c *collector) loadNamespaces(ctx context.Context) error {
 // kinds it lists and the rows it holds.
 type targetRun struct {
 	target *kollectv1alpha1.KollectTarget
-	clock  clock.PassiveClock // stamps its snapshots
 	ev     *collect.Evaluator
 	kinds  []listedKind
 	rows   map[rows.Key]*rows.Row
@@ -268,16 +268,17 @@ type listedKind struct {
 	namespaced bool
 }
 
-func (tr *targetRun) snapshot() *rows.Snapshot {
+// snapshot is the target's rows as a snapshot taken at.
+func (tr *targetRun) snapshot(at time.Time) *rows.Snapshot {
 	out := make([]*rows.Row, 0, len(tr.rows))
 	for _, r := range tr.rows {
 		out = append(out, r)
 	}
-	return rows.NewSnapshot(rows.Identity{Namespace: tr.target.Namespace, Name: tr.target.Name}, out, tr.clock.Now())
+	return rows.NewSnapshot(rows.Identity{Namespace: tr.target.Namespace, Name: tr.target.Name}, out, at)
 }
 
-func (tr *targetRun) record(contextName, cluster string) record {
-	snap := tr.snapshot()
+func (tr *targetRun) record(contextName, cluster string, at time.Time) record {
+	snap := tr.snapshot(at)
 	if cluster == "" {
 		cluster = contextName
 	}
@@ -298,7 +299,7 @@ func (c *collector) collectTarget(ctx context.Context, cfg *Config, t *kollectv1
 	if err != nil {
 		return nil, err
 	}
-	tr := &targetRun{target: t, clock: c.clock, rows: map[rows.Key]*rows.Row{}, ev: &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name,
+	tr := &targetRun{target: t, rows: map[rows.Key]*rows.Row{}, ev: &collect.Evaluator{TargetNamespace: t.Namespace, TargetName: t.Name,
 		ProfileGVK: compiled.GVK, Selection: compiled.Selection, Extractor: compiled.Extractor}}
 	for _, gvk := range compiled.Selection.GVKs(compiled.GVK) {
 		gvr, namespaced, err := c.resolver.Resolve(gvk)

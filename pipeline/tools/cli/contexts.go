@@ -132,7 +132,8 @@ func (o collectOptions) collectContext(ctx context.Context, cfg *Config, loading
 		res.err = fmt.Errorf("cannot reach the cluster of context %q: %w", name, err)
 		return res
 	}
-	res.c = &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clock.RealClock{}), clock: clock.RealClock{}}
+	clk := clock.RealClock{}
+	res.c = &collector{dyn: dyn, resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clk), clock: clk}
 	res.collect(ctx, cfg, log)
 	return res
 }
@@ -154,7 +155,7 @@ func (r *contextRun) collect(ctx context.Context, cfg *Config, log io.Writer) {
 			continue
 		}
 		r.runs = append(r.runs, tr)
-		r.records = append(r.records, tr.record(name, cluster))
+		r.records = append(r.records, tr.record(name, cluster, r.c.clock.Now()))
 	}
 }
 

@@ -125,8 +125,9 @@ func (o collectOptions) collectFiles(ctx context.Context, cfg *Config, name, clu
 	for _, l := range byGV {
 		disco.Resources = append(disco.Resources, l)
 	}
+	clk := clock.RealClock{}
 	res.c = &collector{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...),
-		resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clock.RealClock{}), clock: clock.RealClock{}}
+		resolver: informers.NewResolver(disco), stderr: log, namespace: o.namespace, progress: newProgress(log, clk), clock: clk}
 	res.collect(ctx, cfg, log)
 	return res
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 
 	"kollect.dev/kollect/informers"
 	"kollect.dev/kollect/model/rows"
@@ -23,7 +22,6 @@ type watchOutput struct {
 	format    string
 	context   string
 	sink      *sinkOutput
-	clock     clock.PassiveClock // stamps each line; the collector's
 }
 
 // change is one informer event for one target.
@@ -38,7 +36,6 @@ type change struct {
 // row that changes, until ctx ends. With a sink, changed targets are
 // exported again, batched over half a second.
 func (c *collector) watch(ctx context.Context, runs []*targetRun, out watchOutput) error {
-	out.clock = c.clock
 	events := make(chan change, 4096)
 	factories := map[string]dynamicinformer.DynamicSharedInformerFactory{}
 	for _, tr := range runs {
@@ -99,7 +96,7 @@ func (c *collector) watch(ctx context.Context, runs []*targetRun, out watchOutpu
 			if row == nil {
 				continue
 			}
-			if err := out.report(typ, ev.run, row); err != nil {
+			if err := out.report(typ, ev.run, row, c.clock.Now()); err != nil {
 				return fatal("write output: %v", err)
 			}
 			if out.sink != nil {
@@ -111,7 +108,7 @@ func (c *collector) watch(ctx context.Context, runs []*targetRun, out watchOutpu
 		case <-flush:
 			flush = nil
 			for tr := range dirty {
-				if err := out.sink.export(ctx, tr.snapshot()); err != nil {
+				if err := out.sink.export(ctx, tr.snapshot(c.clock.Now())); err != nil {
 					fmt.Fprintf(out.stderr, "error: export %s/%s: %v\n", tr.target.Namespace, tr.target.Name, err)
 					continue // stays dirty: retried with the next change
 				}
@@ -149,7 +146,7 @@ func (c *collector) apply(ev change) (string, *rows.Row) {
 
 // report prints one change: a JSON line for ndjson/json/yaml, a table line
 // otherwise.
-func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
+func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row, at time.Time) error {
 	if o.sink != nil && o.format != "ndjson" {
 		return nil // the sink is the output; changes are exported
 	}
@@ -173,7 +170,7 @@ func (o watchOutput) report(typ string, tr *targetRun, row *rows.Row) error {
 	for _, a := range as { // in name order
 		attrs = append(attrs, a.Name+"="+cell(as, a.Name, o.format == "wide"))
 	}
-	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", o.clock.Now().Format("15:04:05"), strings.ToUpper(typ),
+	_, err := fmt.Fprintf(o.w, "%s %-6s %s/%s %s/%s %s %s\n", at.Format("15:04:05"), strings.ToUpper(typ),
 		tr.target.Namespace, tr.target.Name, row.Namespace, row.Name, row.Kind, strings.Join(attrs, " "))
 	return err
 }
