@@ -46,7 +46,7 @@ func BenchmarkExport10k(b *testing.B) {
 				if out, err := exec.Command("git", "init", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
 					b.Fatal(string(out))
 				}
-				s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: mode}})
+				s, err := openSink(b, git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: mode}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func BenchmarkExport10k(b *testing.B) {
 			if out, err := exec.Command("git", "init", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
 				b.Fatal(string(out))
 			}
-			s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: mode}})
+			s, err := openSink(b, git.Config{URL: "file://" + bare, MirrorDir: b.TempDir(), Layout: git.Layout{Mode: mode}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func BenchmarkCommit1kChangesInALargeTree(b *testing.B) {
 				b.Fatal(string(out))
 			}
 			var err error
-			if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(root, fmt.Sprint(n), "mirror"),
+			if s, err = openSink(b, git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(root, fmt.Sprint(n), "mirror"),
 				Layout: git.Layout{Mode: "perResource"}}); err != nil {
 				b.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func BenchmarkCommit1kChangesInFiftyDirectories(b *testing.B) {
 				b.Fatal(string(out))
 			}
 			var err error
-			if s, err = git.New(git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Layout: git.Layout{Mode: "perResource"}}); err != nil {
+			if s, err = openSink(b, git.Config{URL: "file://" + bare, MirrorDir: filepath.Join(dir, "mirror"), Layout: git.Layout{Mode: "perResource"}}); err != nil {
 				b.Fatal(err)
 			}
 			base = make([]*rows.Row, n)

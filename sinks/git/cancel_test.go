@@ -21,7 +21,7 @@ import (
 // that lands, and no lock file may remain.
 func TestACanceledExportLeavesALocalRemoteWritable(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestCloneDepthBoundsTheMirrorsHistory(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg.GCEvery = 1
-				s, err := git.New(cfg) // a new sink each time: a restart on the same mirror
+				s, err := openSink(t, cfg) // a new sink each time: a restart on the same mirror
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,7 +38,7 @@ func TestGitConformance(t *testing.T) {
 				New: func(t *testing.T, cluster string) sinks.Backend {
 					l := c.layout
 					l.Cluster = cluster
-					s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: l})
+					s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: l})
 					if err != nil {
 						t.Fatal(err)
 					}

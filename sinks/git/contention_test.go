@@ -29,7 +29,7 @@ func TestClustersPushingToOneRepositoryAllLand(t *testing.T) {
 	conflicts := 0
 	errs := make(chan error, len(clusters)*rounds)
 	for _, c := range clusters {
-		s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(),
+		s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(),
 			Layout: git.Layout{Mode: "perResource", Content: "attributes", Cluster: c}})
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func TestSinksOfOneProcessTakeTurnsOnABranch(t *testing.T) {
 	errs := make(chan error, teams*rounds)
 	for i := range teams {
 		team := fmt.Sprintf("team-%02d", i)
-		s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Clients: clients,
+		s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Clients: clients,
 			Layout: git.Layout{Mode: "perResource", Content: "attributes", Cluster: team}})
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,11 @@ const gcEvery = 200
 // the mirror remembers is its last pushed commit and owned record, which
 // its branch and owned ref reach.
 func (s *Sink) collectGarbage() error {
+	// The walk below deletes what is on disk and unreached; an object
+	// still pending would reach the disk after it, unreached or not.
+	if err := s.m.objs.writeAll(); err != nil {
+		return fmt.Errorf("git mirror gc: %w", err)
+	}
 	shallow, err := s.repo.Storer.Shallow()
 	if err != nil {
 		return fmt.Errorf("git mirror gc: read the shallow boundary: %w", err)
@@ -122,25 +127,47 @@ func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Tim
 
 // maybeCollectGarbage counts a push of the mirror and, every
 // cfg.GCEvery of them (gcEvery by default, whichever of the mirror's sinks
-// made them), collects garbage if the mirror may hold some its sinks did
-// not delete themselves: it starts that way (a mirror directory may
-// outlive a process), and becomes so when an export failed with objects
-// already in the mirror, another writer moved the branch, or a sink
-// sharing the mirror superseded its owned record. A single writer's
-// exports leave none (dropRecord), and the collection walks every object
-// the refs reach: 5-6 s of CPU at 250,000 files.
+// made them), makes a collection of garbage due if the mirror may hold
+// some its sinks did not delete themselves: it starts that way (a mirror
+// directory may outlive a process), and becomes so when an export failed
+// with objects already in the mirror, another writer moved the branch, or
+// a sink sharing the mirror superseded its owned record. A single
+// writer's exports leave none (dropRecord). The collection walks every
+// object the refs reach (5-6 s of CPU at 250,000 files), so it waits for
+// the exports to pause (see writeBehind): run right after a push, it held
+// the last export of a burst of 100,000 creates back by 20 s. Exports
+// that never pause run it themselves once another GCEvery pushes passed.
 func (s *Sink) maybeCollectGarbage() error {
 	every := s.cfg.GCEvery
 	if every <= 0 {
 		every = gcEvery
 	}
-	if s.m.commits++; s.m.commits%every != 0 || !s.m.dirty {
+	m := s.m
+	m.commits++
+	switch {
+	case m.collect != nil && m.commits-m.dueAt >= every:
+		return m.collectNow()
+	case m.collect == nil && m.commits%every == 0 && m.dirty:
+		m.collect, m.dueAt = s.collectGarbage, m.commits
+		m.gcDue.Store(true)
+		m.objs.nudge() // the writer times the pause from here
+	}
+	return nil
+}
+
+// collectNow runs the collection due, if one is. Callers hold the turn.
+func (m *mirror) collectNow() error {
+	if m.collect == nil {
 		return nil
 	}
-	if err := s.collectGarbage(); err != nil {
+	collect := m.collect
+	m.collect = nil
+	m.gcDue.Store(false)
+	if err := collect(); err != nil {
+		m.dirty = true
 		return err
 	}
-	s.m.dirty = false
+	m.dirty = false
 	return nil
 }
 

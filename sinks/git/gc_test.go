@@ -13,8 +13,13 @@ import (
 )
 
 // unreachable lists the mirror's objects no reference reaches.
-func unreachable(t *testing.T, mirror string) []string {
+func unreachable(t *testing.T, mirror string, open ...*git.Sink) []string {
 	t.Helper()
+	for _, s := range open {
+		if err := s.WriteMirror(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, err := exec.Command("git", "--git-dir", mirror, "fsck", "--unreachable", "--no-reflogs", "--no-progress").Output()
 	if err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
@@ -39,7 +44,7 @@ func TestTheMirrorsGarbageIsCollected(t *testing.T) {
 				bare = longRemote(t, 5) // a history the mirror does not fetch
 			}
 			mirror := t.TempDir()
-			s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: mirror, GCEvery: tc.every, CloneDepth: tc.depth,
+			s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: mirror, GCEvery: tc.every, CloneDepth: tc.depth,
 				Layout: git.Layout{Mode: "perResource", Content: "attributes", ItemPath: "apps/{sourceName}{extension}"}})
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +68,7 @@ func TestTheMirrorsGarbageIsCollected(t *testing.T) {
 					t.Fatalf("the mirror is not shallow: %s", out)
 				}
 			}
-			left := unreachable(t, mirror)
+			left := unreachable(t, mirror, s)
 			if tc.garbage != (len(left) > 0) {
 				t.Fatalf("unreachable objects in the mirror: %v", left)
 			}
@@ -98,7 +103,7 @@ func TestASingleWritersMirrorHoldsNoGarbage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := git.New(cfg)
+	s, err := openSink(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,21 +115,21 @@ func TestASingleWritersMirrorHoldsNoGarbage(t *testing.T) {
 		}
 		export(s, names...)
 	}
-	if left := unreachable(t, mirror); len(left) > 0 {
+	if left := unreachable(t, mirror, s); len(left) > 0 {
 		t.Fatalf("%d unreachable objects in the mirror after 12 exports: %v", len(left), left)
 	}
 	export(s) // the record owns nothing: the empty tree
 	export(s, names...)
 	// fsck fails too on an object reached but missing.
-	if left := garbage(t, mirror); len(left) > 0 {
+	if left := garbage(t, mirror, s); len(left) > 0 {
 		t.Fatalf("%d unreachable objects in the mirror after the record was empty: %v", len(left), left)
 	}
-	again, err := git.New(cfg)
+	again, err := openSink(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	export(again, names[2:]...)
-	if left := garbage(t, mirror); len(left) > 0 {
+	if left := garbage(t, mirror, again); len(left) > 0 {
 		t.Fatalf("%d unreachable objects in the mirror after a second process's export: %v", len(left), left)
 	}
 	got := strings.Fields(gitCmd(t, bare, "ls-tree", "-r", "--name-only", "main", "apps"))
@@ -140,10 +145,10 @@ func TestASingleWritersMirrorHoldsNoGarbage(t *testing.T) {
 
 // garbage lists the mirror's unreachable objects but the empty tree, which
 // is never deleted (a commit of the branch may have it).
-func garbage(t *testing.T, mirror string) []string {
+func garbage(t *testing.T, mirror string, open ...*git.Sink) []string {
 	t.Helper()
 	var out []string
-	for _, f := range unreachable(t, mirror) {
+	for _, f := range unreachable(t, mirror, open...) {
 		if len(f) == 40 && f != "4b825dc642cb6eb9a060e54bf8d69288fbee4904" {
 			out = append(out, f)
 		}

@@ -54,7 +54,7 @@ func TestHTTPRemoteWithTokenAuth(t *testing.T) {
 	srv := httpRemote(t, filepath.Dir(bare), "s3cret")
 	url := srv.URL + "/" + filepath.Base(bare)
 
-	good, err := git.New(git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "s3cret", MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	good, err := openSink(t, git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "s3cret", MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestHTTPRemoteWithTokenAuth(t *testing.T) {
 		t.Errorf("probe with a valid token: %v", err)
 	}
 
-	bad, err := git.New(git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "wrong", MirrorDir: t.TempDir()})
+	bad, err := openSink(t, git.Config{URL: url, AllowPlainHTTPCredentials: true, Token: "wrong", MirrorDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestHTTPSRemoteBehindAnInternalCA(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := git.Config{URL: url, Token: "s3cret", CABundle: tc.ca, InsecureSkipTLS: tc.insecure, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}}
 			probeErr := git.Probe(context.Background(), cfg)
-			s, err := git.New(cfg)
+			s, err := openSink(t, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

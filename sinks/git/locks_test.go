@@ -17,7 +17,7 @@ import (
 // remove, and succeeds once it is removed; Kollect never removes it.
 func TestAStaleLockInALocalRemoteIsNamed(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
@@ -30,7 +31,10 @@ import (
 // anyway (each lost race fetches, rebuilds and pushes again).
 type mirror struct {
 	repo *gogit.Repository
+	objs *objects
 	turn chan struct{}
+	// stop ends the writer (writeBehind), which closes stopped.
+	stop, stopped chan struct{}
 	// shared says two sinks have held the mirror at once. Until then its
 	// one sink deletes the garbage it knows it made (dropRecord); once
 	// shared, an object one sink superseded may be another's (two
@@ -48,6 +52,12 @@ type mirror struct {
 
 	// Under the turn.
 	commits int // made since the mirror was opened, for garbage collection
+	// collect is the collection of garbage due (made due at push dueAt),
+	// which the writer runs once the exports pause; gcDue says one is,
+	// for the writer outside the turn.
+	collect func() error
+	dueAt   int
+	gcDue   atomic.Bool
 	// dirty says the mirror may hold garbage no export accounted for,
 	// which the next collection due removes.
 	dirty bool
@@ -58,12 +68,16 @@ func openMirror(dir, url string) (*mirror, error) {
 	if err := dropTornRefs(dir); err != nil {
 		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
 	}
+	if err := dropRefsOfPending(dir); err != nil {
+		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
 	// A small object cache: go-git's default keeps up to 96 MiB of objects
 	// alive, and a push walks every object of the tree.
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
-	repo, err := gogit.Open(st, nil)
+	objs := newObjects(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte)),
+		filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(0)), dir)
+	repo, err := gogit.Open(objs, nil)
 	if errors.Is(err, gogit.ErrRepositoryNotExists) {
-		repo, err = gogit.Init(st, nil)
+		repo, err = gogit.Init(objs, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
@@ -86,7 +100,67 @@ func openMirror(dir, url string) (*mirror, error) {
 		}
 	}
 	// A mirror directory may hold an earlier process's garbage.
-	return &mirror{repo: repo, turn: make(chan struct{}, 1), dirty: true}, nil
+	m := &mirror{repo: repo, objs: objs, turn: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), dirty: true}
+	go m.writeBehind()
+	return m, nil
+}
+
+// gcIdle is how long the exports of a mirror must pause before the
+// writer runs a collection of garbage that is due.
+const gcIdle = time.Second
+
+// writeBehind stores the pending objects on disk (see objects) as
+// exports leave them, beside the exports rather than under the turn, and
+// runs a collection of garbage that is due once no export came for
+// gcIdle. A chunk that fails to store is tried again after the next
+// export, which also stores everything itself once too much is pending
+// (the error is then its own).
+func (m *mirror) writeBehind() {
+	defer close(m.stopped)
+	idle := time.NewTimer(gcIdle)
+	idle.Stop()
+	defer idle.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.objs.kick:
+			for {
+				left, err := m.objs.writeSome(writeChunk)
+				if err != nil || !left {
+					break
+				}
+				select {
+				case <-m.stop:
+					return
+				default:
+				}
+			}
+			if m.gcDue.Load() {
+				idle.Reset(gcIdle)
+			}
+		case <-idle.C:
+			select {
+			case <-m.stop:
+				return
+			case m.turn <- struct{}{}:
+			}
+			_ = m.collectNow() // a failed collection costs disk, never an export
+			<-m.turn
+		}
+	}
+}
+
+// close stops the writer and, with keep, stores what is pending: the
+// directory outlives the mirror.
+func (m *mirror) close(keep bool) {
+	close(m.stop)
+	<-m.stopped
+	if keep {
+		m.turn <- struct{}{}
+		_ = m.objs.writeAll() // on failure the marker stays, and the next open refetches
+		<-m.turn
+	}
 }
 
 // acquireMirror returns the mirror cfg exports through and its release.
@@ -112,9 +186,9 @@ func acquireMirror(cfg Config) (*mirror, func(), error) {
 		}
 		opened = true
 		if cfg.Clients == nil && !temp {
-			return m, func() {}, nil // the sink's own directory outlives it
+			return m, func() { m.close(true) }, nil // the sink's own directory outlives it
 		}
-		return m, func() { _ = os.RemoveAll(dir) }, nil
+		return m, func() { m.close(false); _ = os.RemoveAll(dir) }, nil
 	})
 	if temp && !opened {
 		_ = os.RemoveAll(dir) // another sink's mirror serves this one
@@ -156,4 +230,30 @@ func dropTornRefs(dir string) error {
 		return nil // a new mirror
 	}
 	return err
+}
+
+// dropRefsOfPending drops the refs of a mirror whose process was killed
+// with objects pending (see objects): they may name commits, or reach
+// trees, that never reached the disk. The objects stay; the next fetch
+// brings the refs back and whatever the disk lacks with them.
+func dropRefsOfPending(dir string) error {
+	marker := filepath.Join(dir, pendingMarker)
+	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	err := filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Remove(p)
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, "packed-refs")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Remove(marker)
 }

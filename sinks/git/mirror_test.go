@@ -33,7 +33,7 @@ func TestSinksOfOneRemoteShareOneMirror(t *testing.T) {
 	for i := range teams {
 		team := fmt.Sprintf("team-%02d", i)
 		branch := []string{"main", "audit"}[i%2]
-		s, err := git.New(git.Config{URL: "file://" + bare, Branch: branch, MirrorDir: dir, Clients: clients, GCEvery: 5,
+		s, err := openSink(t, git.Config{URL: "file://" + bare, Branch: branch, MirrorDir: dir, Clients: clients, GCEvery: 5,
 			Layout: git.Layout{Mode: "perResource", Content: "attributes", Cluster: team}})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestSinksOfOneRemoteShareOneMirror(t *testing.T) {
 	if got := clients.Open(); got != 1 {
 		t.Errorf("%d mirrors held for one repository, want 1", got)
 	}
-	unreachable(t, dir) // fails on an object a ref reaches but the mirror lost
+	unreachable(t, dir, all...) // fails on an object a ref reaches but the mirror lost
 	for i := range teams {
 		team := fmt.Sprintf("team-%02d", i)
 		branch := []string{"main", "audit"}[i%2]
@@ -109,7 +109,7 @@ func TestASharedMirrorKeepsWhatAnotherRecordReaches(t *testing.T) {
 	}
 	var ss []*git.Sink
 	for range 2 {
-		s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: dir, Clients: clients, GCEvery: 1 << 30,
+		s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: dir, Clients: clients, GCEvery: 1 << 30,
 			Layout: git.Layout{Mode: "perResource", Content: "attributes", ItemPath: "apps/{sourceName}{extension}"}})
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestASharedMirrorKeepsWhatAnotherRecordReaches(t *testing.T) {
 	export(ss[1], "b", "b:1", "web", "api")
 	export(ss[0], "a", "a:2", "web") // supersedes the bucket tree b's record still holds
 	export(ss[1], "b", "b:2", "web")
-	unreachable(t, dir)
+	unreachable(t, dir, ss...)
 	if got := gitCmd(t, bare, "show", "main:apps/web.yaml"); !strings.Contains(got, "b:2") {
 		t.Fatalf("the branch holds %q, want b's last export", got)
 	}
@@ -135,7 +135,7 @@ func TestAMirrorWithTornRefsHeals(t *testing.T) {
 	bare := remote(t)
 	mirror := t.TempDir()
 	cfg := git.Config{URL: "file://" + bare, MirrorDir: mirror, Layout: git.Layout{Mode: "perResource", Content: "attributes"}}
-	s, err := git.New(cfg)
+	s, err := openSink(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestAMirrorWithTornRefsHeals(t *testing.T) {
 	if torn == 0 {
 		t.Fatal("the mirror holds no loose ref to tear")
 	}
-	s, err = git.New(cfg) // the restarted operator, on the same mirror
+	s, err = openSink(t, cfg) // the restarted operator, on the same mirror
 	if err != nil {
 		t.Fatalf("open a mirror with %d torn refs: %v", torn, err)
 	}

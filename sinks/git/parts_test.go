@@ -18,7 +18,7 @@ import (
 func TestASplitExportIsOneCommitOfPartDocuments(t *testing.T) {
 	bare := remote(t)
 	cfg := git.Config{URL: "file://" + bare, Layout: git.Layout{Format: "json"}}
-	s, err := git.New(withMirror(cfg, t.TempDir()))
+	s, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestASplitExportIsOneCommitOfPartDocuments(t *testing.T) {
 
 	// A restart, and the inventory fits in one document again: the part
 	// files go, in the commit that writes it.
-	restarted, err := git.New(withMirror(cfg, t.TempDir()))
+	restarted, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

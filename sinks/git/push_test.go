@@ -53,7 +53,7 @@ func objectsIn(t *testing.T, bare string) int {
 // file, the trees above it and the commit, whatever the size of the tree.
 func TestAnExportSendsOnlyWhatChanged(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestAnEarlierVersionsOwnedListIsReadAndReplaced(t *testing.T) {
 	bare := remote(t)
 	cfg := git.Config{URL: "file://" + bare, Layout: git.Layout{Mode: "perResource", Content: "attributes"}}
 	ctx := context.Background()
-	first, err := git.New(withMirror(cfg, t.TempDir()))
+	first, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAnEarlierVersionsOwnedListIsReadAndReplaced(t *testing.T) {
 	commit := gitCmd(t, bare, "commit-tree", strings.TrimSpace(string(tree)), "-m", "owned")
 	gitCmd(t, bare, "update-ref", ref, commit)
 
-	restarted, err := git.New(withMirror(cfg, t.TempDir()))
+	restarted, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestAnEarlierVersionsOwnedListIsReadAndReplaced(t *testing.T) {
 // export are still removed and changed once it lands).
 func TestARefusedPushLeavesTheSinkAsItWas(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestARefusedPushLeavesTheSinkAsItWas(t *testing.T) {
 	}
 	// The owned list follows too: a restarted sink removes d's file when d
 	// is gone.
-	restarted, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	restarted, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestARefusedPushLeavesTheSinkAsItWas(t *testing.T) {
 // next export reads the tree back from it.
 func TestALargeExportIsStoredAsThePackItPushed(t *testing.T) {
 	bare, mirror := remote(t), t.TempDir()
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: mirror, Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: mirror, Layout: git.Layout{Mode: "perResource", Content: "attributes"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func snap(rs ...*rows.Row) *rows.Snapshot {
 
 func TestPerResourceExportsAreOneCommitEachAndOnlyOnChange(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{
 		Mode: "perResource", Content: "attributes", Format: "yaml", Cluster: "kollect-hero",
 		ItemPath: "namespaces/{sourceNamespace}/{kind}/{sourceName}{extension}"}})
 	if err != nil {
@@ -118,7 +118,7 @@ func TestPerResourceExportsAreOneCommitEachAndOnlyOnChange(t *testing.T) {
 
 func TestDocumentModeWritesTheEnvelopeAndSurvivesForeignCommits(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestProbe(t *testing.T) {
 
 func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(),
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(),
 		CommitBody: "{itemCount} items from {cluster}", Trailers: []string{"Kollect-Checksum: {checksum}", " "},
 		Layout: git.Layout{Mode: "perResource", Index: true, Format: "json", Cluster: "c1"}})
 	if err != nil {
@@ -208,7 +208,7 @@ func TestSplitWritesAnIndexAndCommitsCarryBodyAndTrailers(t *testing.T) {
 
 func TestRowsOfAResourceProfileBecomeAManifestTree(t *testing.T) {
 	bare := remote(t)
-	s, err := git.New(git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Cluster: "prod-west"}})
+	s, err := openSink(t, git.Config{URL: "file://" + bare, MirrorDir: t.TempDir(), Layout: git.Layout{Cluster: "prod-west"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +232,14 @@ func TestARestartedSinkStillRemovesFilesOfRowsDeletedMeanwhile(t *testing.T) {
 	bare := remote(t)
 	cfg := git.Config{URL: "file://" + bare, Layout: git.Layout{Mode: "perResource", Content: "attributes",
 		ItemPath: "namespaces/{sourceNamespace}/{kind}/{sourceName}{extension}"}}
-	first, err := git.New(withMirror(cfg, t.TempDir()))
+	first, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := first.Export(context.Background(), snap(row(t, "a", "x:1"), row(t, "b", "x:1"))); err != nil {
 		t.Fatal(err)
 	}
-	restarted, err := git.New(withMirror(cfg, t.TempDir()))
+	restarted, err := openSink(t, withMirror(cfg, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +252,16 @@ func TestARestartedSinkStillRemovesFilesOfRowsDeletedMeanwhile(t *testing.T) {
 }
 
 func withMirror(c git.Config, dir string) git.Config { c.MirrorDir = dir; return c }
+
+// openSink is git.New for a test: the sink closes when the test ends, so
+// its mirror's writer stops before the test's directories go.
+func openSink(tb testing.TB, cfg git.Config) (*git.Sink, error) {
+	s, err := git.New(cfg)
+	if err == nil {
+		tb.Cleanup(s.Close)
+	}
+	return s, err
+}
 
 // TestInventoriesSharingARepositoryKeepEachOthersFiles: two inventories of
 // one cluster write the default item tree of one repository. Neither
@@ -267,7 +277,7 @@ func TestInventoriesSharingARepositoryKeepEachOthersFiles(t *testing.T) {
 		return rows.NewSnapshot(rows.Identity{Namespace: name, Name: "inventory", Generation: 1}, rs, time.Now())
 	}
 	mk := func() *git.Sink {
-		s, err := git.New(withMirror(cfg, t.TempDir()))
+		s, err := openSink(t, withMirror(cfg, t.TempDir()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +311,7 @@ func TestInventoriesSharingARepositoryKeepEachOthersFiles(t *testing.T) {
 
 func TestLayoutPathsStayOutOfGitAndCIFolders(t *testing.T) {
 	for _, tmpl := range []string{".github/workflows/{sourceName}{extension}", "x/.git/{sourceName}{extension}", ".gitlab-ci.yml/{sourceName}"} {
-		s, err := git.New(git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", ItemPath: tmpl}})
+		s, err := openSink(t, git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: git.Layout{Mode: "perResource", ItemPath: tmpl}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +341,7 @@ func TestOnlyDocumentsWantParts(t *testing.T) {
 		{"split index", git.Layout{Mode: "perResource", Index: true}, plain, false},
 		{"manifests detected", git.Layout{}, manifest, false},
 	} {
-		s, err := git.New(git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: tc.layout})
+		s, err := openSink(t, git.Config{URL: "file://" + remote(t), MirrorDir: t.TempDir(), Layout: tc.layout})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func TestSSHRemoteWithKeyAndKnownHosts(t *testing.T) {
 	bare := remote(t)
 	url := "ssh://git@" + addr + bare
 
-	s, err := git.New(git.Config{URL: url, SSHKey: pem.EncodeToMemory(block), KnownHosts: knownHosts, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
+	s, err := openSink(t, git.Config{URL: url, SSHKey: pem.EncodeToMemory(block), KnownHosts: knownHosts, MirrorDir: t.TempDir(), Layout: git.Layout{Format: "json"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestSSHRemoteWithKeyAndKnownHosts(t *testing.T) {
 		!strings.Contains(err.Error(), "not in known_hosts") {
 		t.Errorf("an unknown host key must be refused, got %v", err)
 	}
-	if _, err := git.New(git.Config{URL: url, SSHKey: pem.EncodeToMemory(block)}); err == nil || !strings.Contains(err.Error(), "known_hosts") {
+	if _, err := openSink(t, git.Config{URL: url, SSHKey: pem.EncodeToMemory(block)}); err == nil || !strings.Contains(err.Error(), "known_hosts") {
 		t.Errorf("ssh without known_hosts must be refused with a clear message, got %v", err)
 	}
 }
@@ -180,7 +180,7 @@ func TestGitSSHDialsThroughTheGuard(t *testing.T) {
 
 func TestCredentialsOverPlainHTTPAreRefused(t *testing.T) {
 	cfg := git.Config{URL: "http://git.example.com/inventory.git", Token: "secret-token", MirrorDir: t.TempDir()}
-	_, err := git.New(cfg)
+	_, err := openSink(t, cfg)
 	if err == nil || !strings.Contains(err.Error(), "plain http://") || strings.Contains(err.Error(), "secret-token") {
 		t.Fatalf("want a refusal without the token, got %v", err)
 	}
@@ -188,10 +188,10 @@ func TestCredentialsOverPlainHTTPAreRefused(t *testing.T) {
 		t.Fatalf("probe: want a refusal naming the opt-in, got %v", err)
 	}
 	cfg.AllowPlainHTTPCredentials = true
-	if _, err := git.New(cfg); err != nil {
+	if _, err := openSink(t, cfg); err != nil {
 		t.Fatalf("opted in: %v", err)
 	}
-	if _, err := git.New(git.Config{URL: "http://git.example.com/public.git", MirrorDir: t.TempDir()}); err != nil {
+	if _, err := openSink(t, git.Config{URL: "http://git.example.com/public.git", MirrorDir: t.TempDir()}); err != nil {
 		t.Fatalf("no credentials, nothing to protect: %v", err)
 	}
 }

@@ -13,11 +13,11 @@ import (
 
 // stage holds the objects an export writes in memory until the remote has
 // them: the push packs them from there, and only then does the mirror
-// store them, as loose objects when they are few and as one pack when
-// they are many (a first export of a large tree wrote a million loose
-// files, and read each back to push it). An export that fails leaves
-// nothing in the mirror. Reads of objects it does not hold go to the
-// mirror.
+// take them: when they are few, to store loose behind the export (see
+// objects), and when they are many, as one pack at once (a first export
+// of a large tree wrote a million loose files, and read each back to push
+// it). An export that fails leaves nothing in the mirror. Reads of
+// objects it does not hold go to the mirror.
 type stage struct {
 	mirror  storer.EncodedObjectStorer
 	objects map[plumbing.Hash]plumbing.EncodedObject
@@ -106,7 +106,12 @@ func (st *stage) flush() error {
 		return nil
 	}
 	pw, canPack := st.mirror.(storer.PackfileWriter)
-	if !canPack || !st.packs() {
+	if o, ok := st.mirror.(*objects); ok && !st.early && !st.packs() {
+		// Pushed: the mirror's writer stores them, after this export.
+		if err := o.add(st.objects, st.order); err != nil {
+			return err
+		}
+	} else if !canPack || !st.packs() {
 		for _, h := range st.order {
 			if _, err := st.mirror.SetEncodedObject(st.objects[h]); err != nil {
 				return fmt.Errorf("git mirror: store %s: %w", h, err)
