@@ -268,6 +268,13 @@ func batchContext(rs []*request) (context.Context, context.CancelFunc) {
 // one before, and pushes them. It returns each request's result, or the
 // error of the fetch or push, which is every request's.
 func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
+	// What the last export left pending is this one's to finish storing
+	// (see objects): the writer stored most of it while the binding paced
+	// and settled, and the pacing, which times exports, sees what each
+	// costs.
+	if err := m.objs.writeAll(); err != nil {
+		return nil, err
+	}
 	st := newStage(m.repo.Storer)
 	for _, r := range rs {
 		r.s.stage = st

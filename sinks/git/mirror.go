@@ -112,9 +112,8 @@ const gcIdle = time.Second
 // writeBehind stores the pending objects on disk (see objects) as
 // exports leave them, beside the exports rather than under the turn, and
 // runs a collection of garbage that is due once no export came for
-// gcIdle. A chunk that fails to store is tried again after the next
-// export, which also stores everything itself once too much is pending
-// (the error is then its own).
+// gcIdle. A chunk that fails to store is left to the next export, which
+// stores what is pending before it starts (the error is then its own).
 func (m *mirror) writeBehind() {
 	defer close(m.stopped)
 	idle := time.NewTimer(gcIdle)

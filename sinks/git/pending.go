@@ -16,10 +16,12 @@ import (
 // objects is the mirror's storage: go-git's, on disk, in front of which
 // it keeps the objects of pushed exports that are not on disk yet. A
 // loose object costs a file, and creating a file costs 0.3-0.7 ms on a
-// virtual disk: written after each push, under the mirror's turn, the
-// objects of an export of 1,000 changes held the next export back by
-// 0.3-0.7 s. They are written behind instead, by the mirror's writer,
-// beside the exports that follow; every read sees them meanwhile.
+// virtual disk: written after each push, before the export returned,
+// the objects of an export of 1,000 changes took 0.3-0.7 s that the next
+// export waited for. They are written behind instead, by the mirror's
+// writer, while the binding batches, paces and settles the next export,
+// which stores what is left before it starts; every read sees them
+// meanwhile.
 //
 // Pending objects go to disk in the order they were pushed. A process
 // killed with objects pending leaves refs the disk cannot follow (a
@@ -45,22 +47,18 @@ type objects struct {
 	written sync.Cond // signaled when objects leave pending or return to order
 	pending map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash // pending and not being written
-	bytes   int64
 	kick    chan struct{}
 }
 
-// Past pendingMax bytes or pendingObjects objects pending, an export
-// writes them itself before it returns: the writer fell behind, and
-// memory stays bounded. Always loose: writing them as a pack (tried)
-// costs less disk time, but go-git's indexing of a pack holds its objects
-// in memory again, and at 100,000 objects in 250 MiB the operator then
-// spent the run against its limit. writeChunk is how many objects the
+// An export starts by storing what the last one left pending (see
+// mirror.attempt), so at most one export's objects are pending, and they
+// were in memory already, in its stage. Written behind without that
+// wait, twice as many exports of a burst of 100,000 creates fit in the
+// binding's pacing (which times the exports, not the writer), each
+// rewriting the same large directories, and an operator in 250 MiB
+// stalled against its limit for 20 s. writeChunk is how many objects the
 // writer takes at a time.
-const (
-	pendingMax     = 8 << 20
-	pendingObjects = packAt
-	writeChunk     = 64
-)
+const writeChunk = 64
 
 // pendingMarker is the file that exists while objects are pending.
 const pendingMarker = "kollect-pending"
@@ -116,9 +114,8 @@ func (o *objects) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 // reaches).
 func (o *objects) DeleteLooseObject(h plumbing.Hash) error {
 	o.mu.Lock()
-	if obj, ok := o.pending[h]; ok {
+	if _, ok := o.pending[h]; ok {
 		delete(o.pending, h)
-		o.bytes -= obj.Size()
 		o.written.Broadcast()
 	}
 	o.mu.Unlock()
@@ -129,8 +126,8 @@ func (o *objects) DeleteLooseObject(h plumbing.Hash) error {
 	return err
 }
 
-// add adds the objects of a pushed export to the pending ones, and
-// writes them all now if there are too many. Callers hold the turn.
+// add adds the objects of a pushed export to the pending ones. Callers
+// hold the turn.
 func (o *objects) add(objs map[plumbing.Hash]plumbing.EncodedObject, order []plumbing.Hash) error {
 	o.marking.Lock()
 	if !o.marked {
@@ -146,16 +143,10 @@ func (o *objects) add(objs map[plumbing.Hash]plumbing.EncodedObject, order []plu
 		if _, ok := o.pending[h]; ok {
 			continue
 		}
-		obj := objs[h]
-		o.pending[h] = obj
+		o.pending[h] = objs[h]
 		o.order = append(o.order, h)
-		o.bytes += obj.Size()
 	}
-	full := o.bytes > pendingMax || len(o.pending) > pendingObjects
 	o.mu.Unlock()
-	if full {
-		return o.writeAll()
-	}
 	o.nudge()
 	return nil
 }
@@ -191,7 +182,6 @@ func (o *objects) stored(objs []plumbing.EncodedObject) error {
 	for _, obj := range objs {
 		if _, ok := o.pending[obj.Hash()]; ok {
 			delete(o.pending, obj.Hash())
-			o.bytes -= obj.Size()
 		} else {
 			dropped = append(dropped, obj.Hash())
 		}
@@ -215,7 +205,7 @@ func (o *objects) unmark() error {
 	o.mu.Lock()
 	empty := len(o.pending) == 0
 	if empty {
-		o.order, o.bytes = nil, 0
+		o.order = nil
 	}
 	o.mu.Unlock()
 	if !empty || !o.marked {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/model/rows"
@@ -110,33 +110,35 @@ func TestAMirrorKilledWithObjectsPendingRefetches(t *testing.T) {
 	wholeMirror(t, cfg.MirrorDir)
 }
 
-// Pending objects stay bounded when the writer cannot keep up: an export
-// that leaves more than pendingObjects pending writes them itself, and
-// the mirror is whole.
-func TestPendingObjectsStayBounded(t *testing.T) {
+// An export starts by storing what the last one left pending: with the
+// writer stopped, every object of the first export is on disk once the
+// second returns, and only the second's are pending.
+func TestAnExportStartsOnceTheLastOnesObjectsAreStored(t *testing.T) {
 	s, cfg, _ := newMirrorSink(t, 0)
 	stopWriter(s.m)
 	ctx := context.Background()
-	most := 0
-	for i := range 8 {
-		if _, err := s.Export(ctx, appRows(t, 1000, fmt.Sprintf("app:%d", i))); err != nil {
-			t.Fatal(err)
-		}
-		n := pendingCount(s.m)
-		if n > pendingObjects {
-			t.Fatalf("%d objects pending after export %d, the bound is %d", n, i, pendingObjects)
-		}
-		most = max(most, n)
-	}
-	if most < pendingObjects/2 {
-		t.Fatalf("at most %d objects pending: the test never came near the bound", most)
-	}
-	loose := 0
-	if err := s.m.objs.ForEachObjectHash(func(plumbing.Hash) error { loose++; return nil }); err != nil {
+	if _, err := s.Export(ctx, appRows(t, 100, "app:1")); err != nil {
 		t.Fatal(err)
 	}
-	if loose < pendingObjects {
-		t.Fatalf("%d objects on disk with the writer stopped: the exports did not write what was pending", loose)
+	s.m.objs.mu.Lock()
+	first := slices.Collect(maps.Keys(s.m.objs.pending))
+	s.m.objs.mu.Unlock()
+	if len(first) < 100 {
+		t.Fatalf("%d objects pending after an export of 100 new files", len(first))
+	}
+	if _, err := s.Export(ctx, appRows(t, 100, "app:2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range first {
+		if _, ok := s.m.objs.lookup(h); ok {
+			t.Fatalf("%s of the first export is still pending after the second", h)
+		}
+		if err := s.m.objs.Storage.HasEncodedObject(h); err != nil {
+			t.Fatalf("%s of the first export is not on disk after the second: %v", h, err)
+		}
+	}
+	if pendingCount(s.m) == 0 {
+		t.Fatal("nothing of the second export pending with the writer stopped")
 	}
 	if err := s.m.objs.writeAll(); err != nil {
 		t.Fatal(err)
