@@ -124,6 +124,7 @@ func TestDeploymentsFlowIntoGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(backend.Close) // its mirror's writer stops before the directories go
 
 	dyn := dynamic.NewForConfigOrDie(env.Config)
 	disco := discovery.NewDiscoveryClientForConfigOrDie(env.Config)

@@ -37,6 +37,10 @@ type objects struct {
 	// objects are files written aside and renamed, as git does; go-git's
 	// storage keeps no state of them without exclusive access).
 	loose *filesystem.Storage
+	// storing serializes the uses of loose: the writer and an export
+	// finishing what is pending both write through it, and go-git resets
+	// a list of its own on every write.
+	storing sync.Mutex
 
 	// marking orders the marker file's writes and removals: an export
 	// adding objects and the writer storing the last ones may not cross.
@@ -189,8 +193,12 @@ func (o *objects) stored(objs []plumbing.EncodedObject) error {
 	empty := len(o.pending) == 0
 	o.written.Broadcast()
 	o.mu.Unlock()
-	for _, h := range dropped {
-		_ = o.loose.DeleteLooseObject(h)
+	if len(dropped) > 0 {
+		o.storing.Lock()
+		for _, h := range dropped {
+			_ = o.loose.DeleteLooseObject(h)
+		}
+		o.storing.Unlock()
 	}
 	if empty {
 		return o.unmark()
@@ -222,13 +230,16 @@ func (o *objects) unmark() error {
 // It reports whether any is left, being written or not.
 func (o *objects) writeSome(n int) (bool, error) {
 	objs := o.next(n)
+	o.storing.Lock()
 	for i, obj := range objs {
 		if _, err := o.loose.SetEncodedObject(obj); err != nil {
+			o.storing.Unlock()
 			o.requeue(objs[i:])
 			_ = o.stored(objs[:i])
 			return true, fmt.Errorf("git mirror: store %s: %w", obj.Hash(), err)
 		}
 	}
+	o.storing.Unlock()
 	if err := o.stored(objs); err != nil {
 		return true, err
 	}
