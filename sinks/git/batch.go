@@ -275,7 +275,7 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 	if err := m.objs.writeAll(); err != nil {
 		return nil, err
 	}
-	st := newStage(m.repo.Storer)
+	st := newStage(m.objs)
 	for _, r := range rs {
 		r.s.stage = st
 	}

@@ -19,7 +19,7 @@ import (
 // it). An export that fails leaves nothing in the mirror. Reads of
 // objects it does not hold go to the mirror.
 type stage struct {
-	mirror  storer.EncodedObjectStorer
+	mirror  *objects
 	objects map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
 	bytes   int64
@@ -49,7 +49,7 @@ func (st *stage) packs() bool {
 
 var _ storer.EncodedObjectStorer = (*stage)(nil)
 
-func newStage(mirror storer.EncodedObjectStorer) *stage {
+func newStage(mirror *objects) *stage {
 	return &stage{mirror: mirror, objects: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
@@ -105,20 +105,9 @@ func (st *stage) flush() error {
 	if len(st.order) == 0 {
 		return nil
 	}
-	pw, canPack := st.mirror.(storer.PackfileWriter)
-	if o, ok := st.mirror.(*objects); ok && !st.early && !st.packs() {
-		// Pushed: the mirror's writer stores them, after this export.
-		if err := o.add(st.objects, st.order); err != nil {
-			return err
-		}
-	} else if !canPack || !st.packs() {
-		for _, h := range st.order {
-			if _, err := st.mirror.SetEncodedObject(st.objects[h]); err != nil {
-				return fmt.Errorf("git mirror: store %s: %w", h, err)
-			}
-		}
-	} else {
-		w, err := pw.PackfileWriter()
+	switch {
+	case st.packs():
+		w, err := st.mirror.PackfileWriter()
 		if err != nil {
 			return fmt.Errorf("git mirror: %w", err)
 		}
@@ -132,6 +121,18 @@ func (st *stage) flush() error {
 		}
 		if err != nil {
 			return fmt.Errorf("git mirror: store a pack: %w", err)
+		}
+	case st.early:
+		// Not pushed yet: the stage outgrew stageMax during the build.
+		for _, h := range st.order {
+			if _, err := st.mirror.SetEncodedObject(st.objects[h]); err != nil {
+				return fmt.Errorf("git mirror: store %s: %w", h, err)
+			}
+		}
+	default:
+		// Pushed: the mirror's writer stores them, after this export.
+		if err := st.mirror.add(st.objects, st.order); err != nil {
+			return err
 		}
 	}
 	st.objects, st.order, st.bytes = map[plumbing.Hash]plumbing.EncodedObject{}, nil, 0
