@@ -1,11 +1,13 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -268,14 +270,7 @@ func batchContext(rs []*request) (context.Context, context.CancelFunc) {
 // one before, and pushes them. It returns each request's result, or the
 // error of the fetch or push, which is every request's.
 func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
-	// What the last export left pending is this one's to finish storing
-	// (see objects): the writer stored most of it while the binding paced
-	// and settled, and the pacing, which times exports, sees what each
-	// costs.
-	if err := m.objs.writeAll(); err != nil {
-		return nil, err
-	}
-	st := newStage(m.objs)
+	st := newStage(m)
 	for _, r := range rs {
 		r.s.stage = st
 	}
@@ -285,6 +280,7 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 		if st.early {
 			m.dirty = true
 		}
+		st.drop() // what the push sent, when it failed
 		for _, r := range rs {
 			r.s.stage, r.s.ownedPrefetched = nil, prefetchNone
 		}
@@ -349,6 +345,10 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 		}
 		return results, nil
 	}
+	// Sinks of one mirror may write one object each (an empty tree, a
+	// file two clusters hold alike); a pack holds it once.
+	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	objects = slices.Compact(objects)
 	if err := lead.push(ctx, objects, updates); err != nil {
 		return nil, err
 	}

@@ -1,12 +1,12 @@
 package git
 
-// WriteMirror stores the objects the mirror's writer has not stored yet,
-// and runs the collection of garbage due, for tests that read the
-// mirror's directory while the sink is open.
-func (s *Sink) WriteMirror() error {
+// CollectDue does what the mirror's collector does once the exports
+// pause, for tests that read the mirror's directory while the sink is
+// open.
+func (s *Sink) CollectDue() error {
 	s.m.turn <- struct{}{}
 	defer func() { <-s.m.turn }()
-	if err := s.m.objs.writeAll(); err != nil {
+	if err := s.m.dropDead(); err != nil {
 		return err
 	}
 	return s.m.collectNow()

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,45 +15,35 @@ import (
 // between two collections of its garbage.
 const gcEvery = 200
 
-// collectGarbage deletes the mirror's loose objects that no reference
-// reaches: what failed, rejected or superseded exports wrote. The mirror
-// then holds what the remote holds, however long the churn. It runs right
-// after a successful push, under the mirror's turn: the files and trees
-// the sink remembers are then exactly those of the pushed commit, which
-// the branch reaches, so none of them is garbage; what another sink of
-// the mirror remembers is its last pushed commit and owned record, which
-// its branch and owned ref reach.
+// collectGarbage deletes the mirror's objects that no reference reaches:
+// what failed, rejected or superseded exports wrote. Loose ones are
+// deleted; packs holding any are merged without them. The mirror then
+// holds what the remote holds, however long the churn. It runs under the
+// mirror's turn, after a push (see maybeCollectGarbage): the files and
+// trees the sink remembers are then exactly those of the pushed commit,
+// which the branch reaches, so none of them is garbage; what another sink
+// of the mirror remembers is its last pushed commit and owned record,
+// which its branch and owned ref reach.
 func (s *Sink) collectGarbage() error {
-	// The walk below deletes what is on disk and unreached; an object
-	// still pending would reach the disk after it, unreached or not.
-	if err := s.m.objs.writeAll(); err != nil {
-		return fmt.Errorf("git mirror gc: %w", err)
-	}
 	shallow, err := s.repo.Storer.Shallow()
 	if err != nil {
 		return fmt.Errorf("git mirror gc: read the shallow boundary: %w", err)
 	}
-	if len(shallow) > 0 {
-		return pruneShallow(s.repo, shallow, s.cfg.Clock.Now())
+	seen, err := reachable(s.repo, shallow)
+	if err != nil {
+		return err
 	}
-	err = s.repo.Prune(gogit.PruneOptions{OnlyObjectsOlderThan: s.cfg.Clock.Now(), Handler: s.repo.DeleteObject})
-	if err != nil && !errors.Is(err, gogit.ErrLooseObjectsNotSupported) {
-		return fmt.Errorf("git mirror gc: %w", err)
+	if err := pruneLoose(s.repo, seen, s.cfg.Clock.Now()); err != nil {
+		return err
 	}
-	return nil
+	return s.m.repack(seen)
 }
 
-// pruneShallow is go-git's Prune for a mirror fetched with a depth
-// (cloneDepth): go-git walks every commit's parents and fails at the
-// first one the fetch left out, so the garbage of a shallow mirror was
-// never collected. This walk stops at the shallow boundary; everything
-// else is as go-git does: mark what the refs reach, delete the loose
-// objects older than now that nothing reaches.
-func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Time) error {
-	los, ok := r.Storer.(storer.LooseObjectStorer)
-	if !ok {
-		return nil
-	}
+// reachable marks what the refs of r reach. It stops at the shallow
+// boundary of a mirror fetched with a depth (cloneDepth), whose parents
+// were never fetched: go-git's own walk failed at the first of them, so
+// the garbage of a shallow mirror was never collected.
+func reachable(r *gogit.Repository, boundary []plumbing.Hash) (map[plumbing.Hash]bool, error) {
 	edge := make(map[plumbing.Hash]bool, len(boundary))
 	for _, h := range boundary {
 		edge[h] = true
@@ -102,7 +91,7 @@ func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Tim
 	}
 	refs, err := r.Storer.IterReferences()
 	if err != nil {
-		return fmt.Errorf("git mirror gc: %w", err)
+		return nil, fmt.Errorf("git mirror gc: %w", err)
 	}
 	err = refs.ForEach(func(ref *plumbing.Reference) error {
 		if ref.Type() != plumbing.HashReference {
@@ -112,9 +101,19 @@ func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Tim
 	})
 	refs.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return los.ForEachObjectHash(func(h plumbing.Hash) error {
+	return seen, nil
+}
+
+// pruneLoose deletes the loose objects of r older than before that seen
+// does not hold.
+func pruneLoose(r *gogit.Repository, seen map[plumbing.Hash]bool, before time.Time) error {
+	los, ok := r.Storer.(storer.LooseObjectStorer)
+	if !ok {
+		return nil
+	}
+	err := los.ForEachObjectHash(func(h plumbing.Hash) error {
 		if seen[h] {
 			return nil
 		}
@@ -123,6 +122,10 @@ func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Tim
 		}
 		return r.DeleteObject(h)
 	})
+	if err != nil {
+		return fmt.Errorf("git mirror gc: %w", err)
+	}
+	return nil
 }
 
 // maybeCollectGarbage counts a push of the mirror and, every
@@ -134,7 +137,7 @@ func pruneShallow(r *gogit.Repository, boundary []plumbing.Hash, before time.Tim
 // a sink sharing the mirror superseded its owned record. A single
 // writer's exports leave none (dropRecord). The collection walks every
 // object the refs reach (5-6 s of CPU at 250,000 files), so it waits for
-// the exports to pause (see writeBehind): run right after a push, it held
+// the exports to pause (see collector): run right after a push, it held
 // the last export of a burst of 100,000 creates back by 20 s. Exports
 // that never pause run it themselves once another GCEvery pushes passed.
 func (s *Sink) maybeCollectGarbage() error {
@@ -149,9 +152,8 @@ func (s *Sink) maybeCollectGarbage() error {
 		return m.collectNow()
 	case m.collect == nil && m.commits%every == 0 && m.dirty:
 		m.collect, m.dueAt = s.collectGarbage, m.commits
-		m.gcDue.Store(true)
-		m.objs.nudge() // the writer times the pause from here
 	}
+	m.nudge() // the collector times the pause from here
 	return nil
 }
 
@@ -162,7 +164,6 @@ func (m *mirror) collectNow() error {
 	}
 	collect := m.collect
 	m.collect = nil
-	m.gcDue.Store(false)
 	if err := collect(); err != nil {
 		m.dirty = true
 		return err
@@ -207,8 +208,8 @@ func (s *Sink) dropRecord(owned ownedList) {
 		if keep[h] {
 			continue
 		}
-		// A packed object stays: packs are never rewritten (a first export
-		// of a large record is one); only loose objects are deleted.
+		// Loose, it goes now; packed, with the next merge of its pack.
 		_ = s.repo.DeleteObject(h)
+		s.m.dead[h] = true
 	}
 }

@@ -16,13 +16,16 @@ import (
 func unreachable(t *testing.T, mirror string, open ...*git.Sink) []string {
 	t.Helper()
 	for _, s := range open {
-		if err := s.WriteMirror(); err != nil {
+		if err := s.CollectDue(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.Command("git", "--git-dir", mirror, "fsck", "--unreachable", "--no-reflogs", "--no-progress").Output()
+	cmd := exec.Command("git", "--git-dir", mirror, "fsck", "--unreachable", "--no-reflogs", "--no-progress")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
+		t.Fatalf("git fsck: %v\n%s%s", err, out, stderr.String())
 	}
 	return strings.Fields(string(out))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -31,9 +32,12 @@ import (
 // anyway (each lost race fetches, rebuilds and pushes again).
 type mirror struct {
 	repo *gogit.Repository
-	objs *objects
+	objs *filesystem.Storage
+	dir  string
 	turn chan struct{}
-	// stop ends the writer (writeBehind), which closes stopped.
+	// kick wakes the collector (see collector) after a push; stop ends it,
+	// and it closes stopped.
+	kick          chan struct{}
 	stop, stopped chan struct{}
 	// shared says two sinks have held the mirror at once. Until then its
 	// one sink deletes the garbage it knows it made (dropRecord); once
@@ -53,14 +57,18 @@ type mirror struct {
 	// Under the turn.
 	commits int // made since the mirror was opened, for garbage collection
 	// collect is the collection of garbage due (made due at push dueAt),
-	// which the writer runs once the exports pause; gcDue says one is,
-	// for the writer outside the turn.
+	// which the collector runs once the exports pause.
 	collect func() error
 	dueAt   int
-	gcDue   atomic.Bool
 	// dirty says the mirror may hold garbage no export accounted for,
 	// which the next collection due removes.
 	dirty bool
+	// dead are packed objects the sink superseded (see dropRecord), which
+	// the next merge of their packs leaves out. An object staged or
+	// fetched again leaves it (see stage.flush and forgetDead).
+	dead map[plumbing.Hash]bool
+	// unmergeable are packs a merge cannot take (see packs.go).
+	unmergeable map[plumbing.Hash]bool
 }
 
 // openMirror opens (or creates) the mirror of url in dir.
@@ -73,8 +81,7 @@ func openMirror(dir, url string) (*mirror, error) {
 	}
 	// A small object cache: go-git's default keeps up to 96 MiB of objects
 	// alive, and a push walks every object of the tree.
-	objs := newObjects(filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte)),
-		filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(0)), dir)
+	objs := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))
 	repo, err := gogit.Open(objs, nil)
 	if errors.Is(err, gogit.ErrRepositoryNotExists) {
 		repo, err = gogit.Init(objs, nil)
@@ -100,21 +107,22 @@ func openMirror(dir, url string) (*mirror, error) {
 		}
 	}
 	// A mirror directory may hold an earlier process's garbage.
-	m := &mirror{repo: repo, objs: objs, turn: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}), dirty: true}
-	go m.writeBehind()
+	m := &mirror{repo: repo, objs: objs, dir: dir, turn: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{}), dirty: true,
+		dead: map[plumbing.Hash]bool{}, unmergeable: map[plumbing.Hash]bool{}}
+	go m.collector()
 	return m, nil
 }
 
 // gcIdle is how long the exports of a mirror must pause before the
-// writer runs a collection of garbage that is due.
+// collector runs a collection of garbage that is due.
 const gcIdle = time.Second
 
-// writeBehind stores the pending objects on disk (see objects) as
-// exports leave them, beside the exports rather than under the turn, and
-// runs a collection of garbage that is due once no export came for
-// gcIdle. A chunk that fails to store is left to the next export, which
-// stores what is pending before it starts (the error is then its own).
-func (m *mirror) writeBehind() {
+// collector tidies the mirror once no export came for gcIdle: it merges
+// the packs that hold dead objects without them (see dropDead), and runs
+// a collection of garbage that is due (see maybeCollectGarbage). Taking
+// the turn once per pause costs nothing when neither is needed.
+func (m *mirror) collector() {
 	defer close(m.stopped)
 	idle := time.NewTimer(gcIdle)
 	idle.Stop()
@@ -123,43 +131,34 @@ func (m *mirror) writeBehind() {
 		select {
 		case <-m.stop:
 			return
-		case <-m.objs.kick:
-			for {
-				left, err := m.objs.writeSome(writeChunk)
-				if err != nil || !left {
-					break
-				}
-				select {
-				case <-m.stop:
-					return
-				default:
-				}
-			}
-			if m.gcDue.Load() {
-				idle.Reset(gcIdle)
-			}
+		case <-m.kick:
+			idle.Reset(gcIdle)
 		case <-idle.C:
 			select {
 			case <-m.stop:
 				return
 			case m.turn <- struct{}{}:
 			}
-			_ = m.collectNow() // a failed collection costs disk, never an export
+			// Failing costs disk, never an export.
+			_ = m.dropDead()
+			_ = m.collectNow()
 			<-m.turn
 		}
 	}
 }
 
-// close stops the writer and, with keep, stores what is pending: the
-// directory outlives the mirror.
-func (m *mirror) close(keep bool) {
+// nudge tells the collector an export pushed.
+func (m *mirror) nudge() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the collector.
+func (m *mirror) close() {
 	close(m.stop)
 	<-m.stopped
-	if keep {
-		m.turn <- struct{}{}
-		_ = m.objs.writeAll() // on failure the marker stays, and the next open refetches
-		<-m.turn
-	}
 }
 
 // acquireMirror returns the mirror cfg exports through and its release.
@@ -185,9 +184,9 @@ func acquireMirror(cfg Config) (*mirror, func(), error) {
 		}
 		opened = true
 		if cfg.Clients == nil && !temp {
-			return m, func() { m.close(true) }, nil // the sink's own directory outlives it
+			return m, m.close, nil // the sink's own directory outlives it
 		}
-		return m, func() { m.close(false); _ = os.RemoveAll(dir) }, nil
+		return m, func() { m.close(); _ = os.RemoveAll(dir) }, nil
 	})
 	if temp && !opened {
 		_ = os.RemoveAll(dir) // another sink's mirror serves this one
@@ -231,10 +230,14 @@ func dropTornRefs(dir string) error {
 	return err
 }
 
+// pendingMarker is the file an earlier version of the sink kept in its
+// mirror while objects it had pushed were not on disk yet.
+const pendingMarker = "kollect-pending"
+
 // dropRefsOfPending drops the refs of a mirror whose process was killed
-// with objects pending (see objects): they may name commits, or reach
-// trees, that never reached the disk. The objects stay; the next fetch
-// brings the refs back and whatever the disk lacks with them.
+// with objects pending (see pendingMarker): they may name commits, or
+// reach trees, that never reached the disk. The objects stay; the next
+// fetch brings the refs back and whatever the disk lacks with them.
 func dropRefsOfPending(dir string) error {
 	marker := filepath.Join(dir, pendingMarker)
 	if _, err := os.Stat(marker); errors.Is(err, fs.ErrNotExist) {

@@ -156,7 +156,10 @@ func (s *Sink) fetchRefs(ctx context.Context, refs []plumbing.ReferenceName) err
 	err := s.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: s.auth(), ProxyOptions: sshProxy(s.cfg.URL), Force: true,
 		CABundle: s.cfg.CABundle, InsecureSkipTLS: s.cfg.InsecureSkipTLS})
 	switch {
-	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
+	case err == nil:
+		s.m.forgetDead()
+		return nil
+	case errors.Is(err, gogit.NoErrAlreadyUpToDate), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
 	case isMissingRef(err):
 		return err

@@ -383,7 +383,9 @@ func (s *Sink) fetch(ctx context.Context) (plumbing.Hash, error) {
 	}
 	err := s.repo.FetchContext(ctx, opts)
 	switch {
-	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
+	case err == nil:
+		s.m.forgetDead()
+	case errors.Is(err, gogit.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), isMissingRef(err):
 		return plumbing.ZeroHash, nil
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):

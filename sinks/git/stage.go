@@ -1,7 +1,6 @@
 package git
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,44 +12,30 @@ import (
 
 // stage holds the objects an export writes in memory until the remote has
 // them: the push packs them from there, and only then does the mirror
-// take them: when they are few, to store loose behind the export (see
-// objects), and when they are many, as one pack at once (a first export
-// of a large tree wrote a million loose files, and read each back to push
-// it). An export that fails leaves nothing in the mirror. Reads of
-// objects it does not hold go to the mirror.
+// take them, as one pack: the bytes the push sent (see packs.go). An
+// export that fails leaves nothing in the mirror. Reads of objects it
+// does not hold go to the mirror.
 type stage struct {
-	mirror  *objects
+	m       *mirror
 	objects map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
 	bytes   int64
-	// pushed is the pack the push sent, kept when the stage holds all it
-	// wrote (nothing was moved to the mirror early): the mirror stores
-	// that pack as it is instead of compressing every object again.
-	pushed bytes.Buffer
+	// pushed stores and indexes the pack the push sends, when the stage
+	// holds all it wrote (nothing was moved to the mirror early): the
+	// mirror keeps that pack as it is instead of compressing every object
+	// again.
+	pushed *packIndexer
 	early  bool // objects moved to the mirror before the push
 }
 
 // Past stageMax bytes a stage moves what it holds to the mirror as a
-// pack, so a first export of a large tree does not hold it all; from
-// packAt objects it stores them as a pack rather than loose. Only first
-// exports and mass changes come to that many: go-git keeps the index of
-// every pack of the mirror in memory and searches each per lookup, so a
-// pack per export would grow both without bound (the garbage collection
-// removes loose objects no ref reaches, and never merges packs).
-const (
-	stageMax = 64 << 20
-	packAt   = 4096
-)
-
-// packs says whether the stage goes to the mirror as a pack.
-func (st *stage) packs() bool {
-	return len(st.order) >= packAt
-}
+// pack, so a first export of a large tree does not hold it all.
+const stageMax = 64 << 20
 
 var _ storer.EncodedObjectStorer = (*stage)(nil)
 
-func newStage(mirror *objects) *stage {
-	return &stage{mirror: mirror, objects: map[plumbing.Hash]plumbing.EncodedObject{}}
+func newStage(m *mirror) *stage {
+	return &stage{m: m, objects: map[plumbing.Hash]plumbing.EncodedObject{}}
 }
 
 func (st *stage) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
@@ -75,21 +60,21 @@ func (st *stage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing
 	if o, ok := st.objects[h]; ok && (t == plumbing.AnyObject || o.Type() == t) {
 		return o, nil
 	}
-	return st.mirror.EncodedObject(t, h)
+	return st.m.objs.EncodedObject(t, h)
 }
 
 func (st *stage) HasEncodedObject(h plumbing.Hash) error {
 	if _, ok := st.objects[h]; ok {
 		return nil
 	}
-	return st.mirror.HasEncodedObject(h)
+	return st.m.objs.HasEncodedObject(h)
 }
 
 func (st *stage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if o, ok := st.objects[h]; ok {
 		return o.Size(), nil
 	}
-	return st.mirror.EncodedObjectSize(h)
+	return st.m.objs.EncodedObjectSize(h)
 }
 
 var errStageIter = errors.New("git: a stage lists no objects")
@@ -100,51 +85,53 @@ func (st *stage) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIt
 
 func (st *stage) AddAlternate(string) error { return errStageIter }
 
-// flush stores the staged objects in the mirror and empties the stage.
+// flush stores the staged objects in the mirror as one pack, empties the
+// stage, and merges the mirror's packs that are due.
 func (st *stage) flush() error {
+	ix := st.pushed
+	st.pushed = nil
 	if len(st.order) == 0 {
+		if ix != nil {
+			ix.abort()
+		}
 		return nil
 	}
-	switch {
-	case st.packs():
-		w, err := st.mirror.PackfileWriter()
-		if err != nil {
-			return fmt.Errorf("git mirror: %w", err)
-		}
-		if st.pushed.Len() > 0 {
-			_, err = st.pushed.WriteTo(w)
-		} else {
-			_, err = packfile.NewEncoder(w, st, false).Encode(st.order, 0)
-		}
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+	if ix == nil {
+		// Nothing pushed yet (the stage outgrew stageMax), or nothing
+		// pushed through packTo.
+		ix = newPackIndexer(st.m.dir)
+		if _, err := packfile.NewEncoder(ix, st, false).Encode(st.order, 0); err != nil {
+			ix.abort()
 			return fmt.Errorf("git mirror: store a pack: %w", err)
 		}
-	case st.early:
-		// Not pushed yet: the stage outgrew stageMax during the build.
-		for _, h := range st.order {
-			if _, err := st.mirror.SetEncodedObject(st.objects[h]); err != nil {
-				return fmt.Errorf("git mirror: store %s: %w", h, err)
-			}
-		}
-	default:
-		// Pushed: the mirror's writer stores them, after this export.
-		if err := st.mirror.add(st.objects, st.order); err != nil {
-			return err
-		}
+	}
+	_, err := ix.finish(st.m.dir)
+	st.m.objs.Reindex()
+	if err != nil {
+		return err
+	}
+	for _, h := range st.order {
+		delete(st.m.dead, h) // needed again
 	}
 	st.objects, st.order, st.bytes = map[plumbing.Hash]plumbing.EncodedObject{}, nil, 0
-	st.pushed.Reset()
-	return nil
+	return st.m.mergePacks()
 }
 
-// packTo is where the push writes its pack: to w, and kept for the mirror
-// when the stage still holds every object it wrote.
+// drop forgets what the stage holds, when its export failed.
+func (st *stage) drop() {
+	if st.pushed != nil {
+		st.pushed.abort()
+		st.pushed = nil
+	}
+}
+
+// packTo is where the push writes its pack: to w, and to the mirror's
+// indexer when the stage still holds every object it wrote.
 func (st *stage) packTo(w io.Writer) io.Writer {
-	if st.early || !st.packs() {
+	st.drop() // a push before this one's
+	if st.early {
 		return w
 	}
-	return io.MultiWriter(w, &st.pushed)
+	st.pushed = newPackIndexer(st.m.dir)
+	return io.MultiWriter(w, st.pushed)
 }

@@ -140,7 +140,7 @@ func TestATreeEditWritesWhatGitWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mirror.stage = newStage(mirror.m.objs)
+	mirror.stage = newStage(mirror.m)
 	e := newTreeEdit(mirror.stage, &dir{read: true})
 	// Names whose order differs between plain byte order and Git's
 	// (a directory sorts as if it ended in "/").
