@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"kollect.dev/kollect/internal/eventually"
 	"kollect.dev/kollect/model/rows"
@@ -278,4 +279,78 @@ func TestARefusedPushLeavesNoPack(t *testing.T) {
 		t.Fatalf("export once the remote accepts again: %v", err)
 	}
 	wholeMirror(t, cfg.MirrorDir)
+}
+
+// The merge due keeps pack sizes geometric: the smallest packs merge
+// while the next is under twice their sum.
+func TestMergeDueKeepsSizesGeometric(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int64 // smallest first
+		want  int     // how many of the smallest merge
+	}{
+		{nil, 0},
+		{[]int64{5}, 0},
+		{[]int64{5, 5}, 2},
+		{[]int64{5, 10}, 0},
+		{[]int64{5, 9}, 2},
+		{[]int64{5, 5, 10}, 3},
+		{[]int64{5, 10, 20}, 0},
+		{[]int64{1, 1, 1, 100}, 3},
+		{[]int64{3, 4, 5, 30, 31}, 3},
+	} {
+		ps := make([]packFile, len(tc.sizes))
+		for i, n := range tc.sizes {
+			ps[i] = packFile{size: n}
+		}
+		if got := len(mergeDue(ps)); got != tc.want {
+			t.Errorf("sizes %v: %d packs merge, want %d", tc.sizes, got, tc.want)
+		}
+	}
+}
+
+// A pack the sink writes is one git reads: every object, its index's
+// offsets and CRC-32s (git verify-pack checks both), whatever the size
+// (an empty blob, sizes that take one to three bytes to say).
+func TestAPackTheSinkWritesIsGits(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "--bare", "-q", ".")
+	src := memory.NewStorage()
+	var hashes []plumbing.Hash
+	for _, content := range []string{"", "short", strings.Repeat("x", 100), strings.Repeat("0123456789abcdef", 1000)} {
+		o := src.NewEncodedObject()
+		o.SetType(plumbing.BlobObject)
+		w, err := o.Writer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		h, err := src.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, h, h) // twice: a pack holds it once
+	}
+	p, err := newPackInMirror(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.sum, p.idx, err = writePack(p.bw, src, hashes); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.keep(); err != nil {
+		t.Fatal(err)
+	}
+	out := gitIn(t, dir, "verify-pack", "-v", packPath(dir, p.sum, ".idx"))
+	if !strings.Contains(out, "non delta: 4 objects") {
+		t.Fatalf("git verify-pack:\n%s", out)
+	}
+	for i := 0; i < len(hashes); i += 2 {
+		gitIn(t, dir, "cat-file", "-e", hashes[i].String())
+	}
+	if got := gitIn(t, dir, "cat-file", "-p", hashes[2].String()); got != "short" {
+		t.Fatalf("git reads %q", got)
+	}
 }

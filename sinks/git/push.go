@@ -8,7 +8,6 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -109,10 +108,8 @@ func (s *Sink) receivePack(ctx context.Context, objects []plumbing.Hash, updates
 	encoded := make(chan error, 1)
 	go func() {
 		// Files are small and new: searching them for deltas costs more
-		// than it saves (window 0); ref deltas only if the remote lacks
-		// offset deltas, which a window of 0 never makes anyway.
-		_, err := packfile.NewEncoder(s.stage.packTo(w), s.stage, !adv.Capabilities.Supports(capability.OFSDelta)).Encode(objects, 0)
-		encoded <- w.CloseWithError(err)
+		// than it saves, so the pack holds whole objects (see writePack).
+		encoded <- w.CloseWithError(s.stage.send(w, objects))
 	}()
 	req.Packfile = pack
 	status, err := sess.ReceivePack(ctx, req)

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
@@ -20,11 +19,10 @@ type stage struct {
 	objects map[plumbing.Hash]plumbing.EncodedObject
 	order   []plumbing.Hash
 	bytes   int64
-	// pushed stores and indexes the pack the push sends, when the stage
-	// holds all it wrote (nothing was moved to the mirror early): the
-	// mirror keeps that pack as it is instead of compressing every object
-	// again.
-	pushed *packIndexer
+	// pushed is the pack the push sent, written to the mirror's disk as
+	// it went, when the stage holds all it wrote (nothing was moved to the
+	// mirror early): the mirror keeps it as it is.
+	pushed *packInMirror
 	early  bool // objects moved to the mirror before the push
 }
 
@@ -88,24 +86,27 @@ func (st *stage) AddAlternate(string) error { return errStageIter }
 // flush stores the staged objects in the mirror as one pack, empties the
 // stage, and merges the mirror's packs that are due.
 func (st *stage) flush() error {
-	ix := st.pushed
+	p := st.pushed
 	st.pushed = nil
 	if len(st.order) == 0 {
-		if ix != nil {
-			ix.abort()
+		if p != nil {
+			p.drop()
 		}
 		return nil
 	}
-	if ix == nil {
+	if p == nil {
 		// Nothing pushed yet (the stage outgrew stageMax), or nothing
-		// pushed through packTo.
-		ix = newPackIndexer(st.m.dir)
-		if _, err := packfile.NewEncoder(ix, st, false).Encode(st.order, 0); err != nil {
-			ix.abort()
+		// pushed through send.
+		var err error
+		if p, err = newPackInMirror(st.m.dir); err != nil {
+			return fmt.Errorf("git mirror: %w", err)
+		}
+		if p.sum, p.idx, err = writePack(p.bw, st, st.order); err != nil {
+			p.drop()
 			return fmt.Errorf("git mirror: store a pack: %w", err)
 		}
 	}
-	_, err := ix.finish(st.m.dir)
+	err := p.keep()
 	st.m.objs.Reindex()
 	if err != nil {
 		return err
@@ -117,21 +118,30 @@ func (st *stage) flush() error {
 	return st.m.mergePacks()
 }
 
-// drop forgets what the stage holds, when its export failed.
+// drop forgets the pack a push sent, when the export failed.
 func (st *stage) drop() {
 	if st.pushed != nil {
-		st.pushed.abort()
+		st.pushed.drop()
 		st.pushed = nil
 	}
 }
 
-// packTo is where the push writes its pack: to w, and to the mirror's
-// indexer when the stage still holds every object it wrote.
-func (st *stage) packTo(w io.Writer) io.Writer {
+// send writes the pack of objects to w, the push; and to the mirror's
+// disk when the stage still holds every object it wrote.
+func (st *stage) send(w io.Writer, objects []plumbing.Hash) error {
 	st.drop() // a push before this one's
 	if st.early {
-		return w
+		_, _, err := writePack(w, st, objects)
+		return err
 	}
-	st.pushed = newPackIndexer(st.m.dir)
-	return io.MultiWriter(w, st.pushed)
+	p, err := newPackInMirror(st.m.dir)
+	if err != nil {
+		return fmt.Errorf("git mirror: %w", err)
+	}
+	if p.sum, p.idx, err = writePack(io.MultiWriter(w, p.bw), st, objects); err != nil {
+		p.drop()
+		return err
+	}
+	st.pushed = p
+	return nil
 }
