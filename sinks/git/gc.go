@@ -48,29 +48,35 @@ func reachable(r *gogit.Repository, boundary []plumbing.Hash) (map[plumbing.Hash
 	for _, h := range boundary {
 		edge[h] = true
 	}
+	var todo []plumbing.Hash // a stack: a history of any length walks in a loop
+	refs, err := r.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("git mirror gc: %w", err)
+	}
+	_ = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			todo = append(todo, ref.Hash())
+		}
+		return nil
+	})
+	refs.Close()
 	seen := map[plumbing.Hash]bool{}
-	var walk func(h plumbing.Hash) error
-	walk = func(h plumbing.Hash) error {
+	for len(todo) > 0 {
+		h := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
 		if seen[h] {
-			return nil
+			continue
 		}
 		seen[h] = true
 		obj, err := object.GetObject(r.Storer, h)
 		if err != nil {
-			return fmt.Errorf("git mirror gc: read %s: %w", h, err)
+			return nil, fmt.Errorf("git mirror gc: read %s: %w", h, err)
 		}
 		switch o := obj.(type) {
 		case *object.Commit:
-			if err := walk(o.TreeHash); err != nil {
-				return err
-			}
-			if edge[h] {
-				return nil // its parents were never fetched
-			}
-			for _, p := range o.ParentHashes {
-				if err := walk(p); err != nil {
-					return err
-				}
+			todo = append(todo, o.TreeHash)
+			if !edge[h] { // a boundary commit's parents were never fetched
+				todo = append(todo, o.ParentHashes...)
 			}
 		case *object.Tree:
 			for _, e := range o.Entries {
@@ -79,29 +85,12 @@ func reachable(r *gogit.Repository, boundary []plumbing.Hash) (map[plumbing.Hash
 				case e.Mode.IsFile():
 					seen[e.Hash] = true
 				default:
-					if err := walk(e.Hash); err != nil {
-						return err
-					}
+					todo = append(todo, e.Hash)
 				}
 			}
 		case *object.Tag:
-			return walk(o.Target)
+			todo = append(todo, o.Target)
 		}
-		return nil
-	}
-	refs, err := r.Storer.IterReferences()
-	if err != nil {
-		return nil, fmt.Errorf("git mirror gc: %w", err)
-	}
-	err = refs.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() != plumbing.HashReference {
-			return nil
-		}
-		return walk(ref.Hash())
-	})
-	refs.Close()
-	if err != nil {
-		return nil, err
 	}
 	return seen, nil
 }

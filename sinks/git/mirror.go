@@ -79,6 +79,9 @@ func openMirror(dir, url string) (*mirror, error) {
 	if err := dropRefsOfPending(dir); err != nil {
 		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
 	}
+	if err := dropTempPacks(dir); err != nil {
+		return nil, fmt.Errorf("git mirror %s: %w", dir, err)
+	}
 	// A small object cache: go-git's default keeps up to 96 MiB of objects
 	// alive, and a push walks every object of the tree.
 	objs := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(4*cache.MiByte))

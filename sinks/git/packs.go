@@ -78,6 +78,28 @@ func listPacks(dir string) ([]packFile, error) {
 	return out, nil
 }
 
+// dropTempPacks removes the files a killed process left half written in
+// the pack directory (its packs, merges and indexes are written aside as
+// tmp_*, and go-git's fetches write theirs so too). A mirror directory
+// has one process.
+func dropTempPacks(dir string) error {
+	des, err := os.ReadDir(filepath.Join(dir, packDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), "tmp_") {
+			if err := os.Remove(filepath.Join(dir, packDir, de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // mergeDue picks the packs to merge so sizes stay geometric: the smallest
 // ones, as long as the next is smaller than twice their sum. It merges
 // two packs of one size into one of twice it, like a binary counter's

@@ -354,3 +354,29 @@ func TestAPackTheSinkWritesIsGits(t *testing.T) {
 		t.Fatalf("git reads %q", got)
 	}
 }
+
+// A process killed while it wrote a pack leaves the file aside; the next
+// one to open the mirror removes it.
+func TestAMirrorOpenedDropsHalfWrittenPacks(t *testing.T) {
+	s, cfg, _ := newMirrorSink(t, 0)
+	if _, err := s.Export(context.Background(), appRows(t, 20, "app:1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	torn := filepath.Join(cfg.MirrorDir, packDir, "tmp_pack_123")
+	if err := os.WriteFile(torn, []byte("PACK"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+	if _, err := os.Stat(torn); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the half-written pack is still there: %v", err)
+	}
+	if _, err := again.Export(context.Background(), appRows(t, 20, "app:2")); err != nil {
+		t.Fatal(err)
+	}
+	wholeMirror(t, cfg.MirrorDir)
+}
