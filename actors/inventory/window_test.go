@@ -37,9 +37,12 @@ func TestTheBatchWindowRunsOnTheEnginesClock(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	waiting := clk.Waiters() // the settling grace, if any
+	// Configured, the inventory arms its settling grace's end and its
+	// first window (a new binding has a snapshot to offer). The clock may
+	// step only then; the changes sent before the window ends are in the
+	// mailbox ahead of its flush.
+	eventually.True(t, 5*time.Second, "the inventory is configured", func() bool { return clk.Waiters() >= 2 })
 	sys.Root.Send(inv, &messages.RowsChanged{Target: ref, Replace: true, Upserts: rs[:1]})
-	eventually.True(t, 5*time.Second, "the flush is scheduled", func() bool { return clk.Waiters() > waiting })
 	sys.Root.Send(inv, &messages.RowsChanged{Target: ref, Upserts: rs[1:]})
 	clk.Step(time.Minute - time.Millisecond)
 	if got := rec.get(); len(got) != 0 {
