@@ -1,13 +1,11 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -345,10 +343,6 @@ func (m *mirror) attempt(ctx context.Context, rs []*request) ([]result, error) {
 		}
 		return results, nil
 	}
-	// Sinks of one mirror may write one object each (an empty tree, a
-	// file two clusters hold alike); a pack holds it once.
-	slices.SortFunc(objects, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	objects = slices.Compact(objects)
 	if err := lead.push(ctx, objects, updates); err != nil {
 		return nil, err
 	}

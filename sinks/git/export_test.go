@@ -6,8 +6,5 @@ package git
 func (s *Sink) CollectDue() error {
 	s.m.turn <- struct{}{}
 	defer func() { <-s.m.turn }()
-	if err := s.m.dropDead(); err != nil {
-		return err
-	}
-	return s.m.collectNow()
+	return s.m.tidy()
 }

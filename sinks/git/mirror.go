@@ -96,19 +96,6 @@ func openMirror(dir, url string) (*mirror, error) {
 	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
 		return nil, fmt.Errorf("git remote: %w", err)
 	}
-	// A push carries small files, new or changed: searching them for deltas
-	// against each other (go-git's default window of 10) costs far more CPU
-	// than it saves bytes, and it grew with the tree, not with the change.
-	rc, err := repo.Config()
-	if err != nil {
-		return nil, fmt.Errorf("git mirror config: %w", err)
-	}
-	if rc.Pack.Window != 0 {
-		rc.Pack.Window = 0
-		if err := repo.SetConfig(rc); err != nil {
-			return nil, fmt.Errorf("git mirror config: %w", err)
-		}
-	}
 	// A mirror directory may hold an earlier process's garbage.
 	m := &mirror{repo: repo, objs: objs, dir: dir, turn: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}), dirty: true,
@@ -142,9 +129,7 @@ func (m *mirror) collector() {
 				return
 			case m.turn <- struct{}{}:
 			}
-			// Failing costs disk, never an export.
-			_ = m.dropDead()
-			_ = m.collectNow()
+			_ = m.tidy() // failing costs disk, never an export
 			<-m.turn
 		}
 	}
@@ -156,6 +141,15 @@ func (m *mirror) nudge() {
 	case m.kick <- struct{}{}:
 	default:
 	}
+}
+
+// tidy merges the packs holding dead objects without them and runs the
+// collection of garbage due. Callers hold the turn.
+func (m *mirror) tidy() error {
+	if err := m.dropDead(); err != nil {
+		return err
+	}
+	return m.collectNow()
 }
 
 // close stops the collector.

@@ -102,25 +102,18 @@ func mergePackFiles(dir string, srcs []packFile, drop func(plumbing.Hash) bool) 
 	}
 	var sum plumbing.Hash
 	if count > 0 {
-		tmp, err := os.CreateTemp(filepath.Join(dir, packDir), "tmp_merge_")
+		p, err := newPackInMirror(dir)
 		if err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
-		defer os.Remove(tmp.Name()) // renamed away when all went well
-		idx := new(idxfile.Writer)
-		if sum, err = writeMerged(dir, tmp, sources, count, idx); err != nil {
-			_ = tmp.Close()
+		if p.sum, p.idx, err = writeMerged(dir, p.bw, sources, count); err != nil {
+			p.drop()
 			return plumbing.ZeroHash, nil, err
 		}
-		if err := tmp.Close(); err != nil {
+		if err := p.keep(); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
-		if err := writeIndex(dir, sum, idx); err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
-		if err := os.Rename(tmp.Name(), packPath(dir, sum, ".pack")); err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
+		sum = p.sum
 	}
 	for _, s := range sources {
 		if s.p.hash == sum {
@@ -147,75 +140,64 @@ func packPath(dir string, h plumbing.Hash, ext string) string {
 	return filepath.Join(dir, packDir, "pack-"+h.String()+ext)
 }
 
-// writeMerged writes a pack of count entries to w: a header, the kept
-// entries of sources as they are, and the checksum of it all. idx learns
-// where each entry now starts.
-func writeMerged(dir string, w io.Writer, sources []mergeSource, count uint32, idx *idxfile.Writer) (plumbing.Hash, error) {
-	sum := sha1.New() //nolint:gosec // Git's pack checksum
-	out := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<16)
-	header := make([]byte, 12)
-	copy(header, "PACK")
-	binary.BigEndian.PutUint32(header[4:], 2)
-	binary.BigEndian.PutUint32(header[8:], count)
-	if _, err := out.Write(header); err != nil {
-		return plumbing.ZeroHash, err
+// writeMerged writes a pack of count entries to w: the kept entries of
+// sources as they are, read in the order of their packs.
+func writeMerged(dir string, w io.Writer, sources []mergeSource, count uint32) (plumbing.Hash, *idxfile.Writer, error) {
+	pw, err := newPackWriter(w, count)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
 	}
-	header = make([]byte, 12) // each source's, read below
-	if err := idx.OnHeader(count); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	pos := int64(len(header))
-	var buf []byte
 	for _, s := range sources {
-		f, err := os.Open(packPath(dir, s.p.hash, ".pack"))
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if _, err := f.ReadAt(header, 0); err != nil || binary.BigEndian.Uint32(header[8:]) != uint32(len(s.entries)) {
-			_ = f.Close()
-			return plumbing.ZeroHash, &unmergeableError{pack: s.p.hash, why: "holds entries its index does not list"}
-		}
-		for i, e := range s.entries {
-			if !s.keep[i] {
-				continue
-			}
-			n := e.end - e.start
-			if n <= 0 {
-				_ = f.Close()
-				return plumbing.ZeroHash, fmt.Errorf("pack %s: entry %s has no bytes", s.p.hash, e.hash)
-			}
-			buf = slices.Grow(buf[:0], int(n))[:n]
-			if _, err := f.ReadAt(buf, e.start); err != nil {
-				_ = f.Close()
-				return plumbing.ZeroHash, fmt.Errorf("pack %s: %w", s.p.hash, err)
-			}
-			// An entry's type is in bits 4-6 of its first byte: 6 and 7
-			// are deltas, whose bases are found by offset or by a hash
-			// this merge may leave out.
-			if t := plumbing.ObjectType(buf[0] >> 4 & 7); t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject {
-				_ = f.Close()
-				return plumbing.ZeroHash, &unmergeableError{pack: s.p.hash, why: "holds deltas"}
-			}
-			if _, err := out.Write(buf); err != nil {
-				_ = f.Close()
-				return plumbing.ZeroHash, err
-			}
-			idx.Add(e.hash, uint64(pos), e.crc)
-			pos += n
-		}
-		if err := f.Close(); err != nil {
-			return plumbing.ZeroHash, err
+		if err := copyEntries(dir, pw, s); err != nil {
+			return plumbing.ZeroHash, nil, err
 		}
 	}
-	if err := out.Flush(); err != nil {
-		return plumbing.ZeroHash, err
+	return pw.finish()
+}
+
+// copyEntries copies the kept entries of one source to pw, reading its
+// pack once from the start: the entries follow its 12-byte header
+// without gaps, in the order of their offsets.
+func copyEntries(dir string, pw *packWriter, s mergeSource) error {
+	f, err := os.Open(packPath(dir, s.p.hash, ".pack"))
+	if err != nil {
+		return err
 	}
-	var h plumbing.Hash
-	copy(h[:], sum.Sum(nil))
-	if _, err := w.Write(h[:]); err != nil {
-		return plumbing.ZeroHash, err
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	header := make([]byte, 12)
+	if _, err := io.ReadFull(r, header); err != nil || binary.BigEndian.Uint32(header[8:]) != uint32(len(s.entries)) {
+		return &unmergeableError{pack: s.p.hash, why: "holds entries its index does not list"}
 	}
-	return h, idx.OnFooter(h)
+	var buf []byte
+	for i, e := range s.entries {
+		n := e.end - e.start
+		if n <= 0 {
+			return fmt.Errorf("pack %s: entry %s has no bytes", s.p.hash, e.hash)
+		}
+		if !s.keep[i] {
+			if _, err := r.Discard(int(n)); err != nil {
+				return fmt.Errorf("pack %s: %w", s.p.hash, err)
+			}
+			continue
+		}
+		buf = slices.Grow(buf[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("pack %s: %w", s.p.hash, err)
+		}
+		// An entry's type is in bits 4-6 of its first byte: 6 and 7 are
+		// deltas, whose bases are found by offset or by a hash this merge
+		// may leave out.
+		if t := plumbing.ObjectType(buf[0] >> 4 & 7); t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject {
+			return &unmergeableError{pack: s.p.hash, why: "holds deltas"}
+		}
+		start := pw.n
+		if _, err := pw.Write(buf); err != nil {
+			return err
+		}
+		pw.idx.Add(e.hash, uint64(start), e.crc)
+	}
+	return nil
 }
 
 // writeIndex writes the index of pack h aside and renames it in place.

@@ -103,7 +103,7 @@ func TestExportsKeepTheMirrorsPacksFew(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
-		gitIn(t, cfg.MirrorDir, "verify-pack", filepath.Join(cfg.MirrorDir, packDir, "pack-"+p.hash.String()+".idx"))
+		gitIn(t, cfg.MirrorDir, "verify-pack", packPath(cfg.MirrorDir, p.hash, ".idx"))
 	}
 }
 
@@ -127,7 +127,7 @@ func TestMergesLeaveOutTheDeadAndKeepDeltaPacks(t *testing.T) {
 	if err != nil || len(deltas) != 1 {
 		t.Fatalf("git repack left %v (%v)", deltas, err)
 	}
-	if v := gitIn(t, cfg.MirrorDir, "verify-pack", "-v", filepath.Join(cfg.MirrorDir, packDir, "pack-"+deltas[0].hash.String()+".idx")); !strings.Contains(v, "chain length") {
+	if v := gitIn(t, cfg.MirrorDir, "verify-pack", "-v", packPath(cfg.MirrorDir, deltas[0].hash, ".idx")); !strings.Contains(v, "chain length") {
 		t.Fatalf("git repack made no delta:\n%s", v)
 	}
 	var superseded []string
@@ -152,7 +152,7 @@ func TestMergesLeaveOutTheDeadAndKeepDeltaPacks(t *testing.T) {
 	if gone < len(superseded)/2 {
 		t.Fatalf("%d of %d superseded owned records left the mirror after 12 exports", gone, len(superseded))
 	}
-	if _, err := os.Stat(filepath.Join(cfg.MirrorDir, packDir, "pack-"+deltas[0].hash.String()+".pack")); err != nil {
+	if _, err := os.Stat(packPath(cfg.MirrorDir, deltas[0].hash, ".pack")); err != nil {
 		t.Fatalf("the pack with deltas: %v", err)
 	}
 	if !s.m.unmergeable[deltas[0].hash] {

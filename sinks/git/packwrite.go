@@ -33,19 +33,12 @@ import (
 func writePack(w io.Writer, src storer.EncodedObjectStorer, hashes []plumbing.Hash) (plumbing.Hash, *idxfile.Writer, error) {
 	hashes = slices.Clone(hashes)
 	slices.SortFunc(hashes, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	hashes = slices.Compact(hashes) // a pack holds an object once
+	// A pack holds an object once; sinks of one mirror may each write one
+	// (an empty tree, a file two clusters hold alike).
+	hashes = slices.Compact(hashes)
 
-	sum := sha1.New() //nolint:gosec // Git's pack checksum
-	out := &entryWriter{w: bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<16), crc: crc32.NewIEEE()}
-	header := make([]byte, 12)
-	copy(header, "PACK")
-	binary.BigEndian.PutUint32(header[4:], 2)
-	binary.BigEndian.PutUint32(header[8:], uint32(len(hashes)))
-	if _, err := out.Write(header); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	idx := new(idxfile.Writer)
-	if err := idx.OnHeader(uint32(len(hashes))); err != nil {
+	pw, err := newPackWriter(w, uint32(len(hashes)))
+	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	zw, err := zlib.NewWriterLevel(nil, zlib.BestSpeed)
@@ -53,22 +46,14 @@ func writePack(w io.Writer, src storer.EncodedObjectStorer, hashes []plumbing.Ha
 		return plumbing.ZeroHash, nil, err
 	}
 	for _, h := range hashes {
-		start := out.n
-		out.crc.Reset()
-		if err := writeEntry(out, zw, src, h); err != nil {
+		start := pw.n
+		pw.crc.Reset()
+		if err := writeEntry(pw, zw, src, h); err != nil {
 			return plumbing.ZeroHash, nil, fmt.Errorf("pack %s: %w", h, err)
 		}
-		idx.Add(h, uint64(start), out.crc.Sum32())
+		pw.idx.Add(h, uint64(start), pw.crc.Sum32())
 	}
-	if err := out.w.Flush(); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	var packSum plumbing.Hash
-	copy(packSum[:], sum.Sum(nil))
-	if _, err := w.Write(packSum[:]); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	return packSum, idx, idx.OnFooter(packSum)
+	return pw.finish()
 }
 
 // writeEntry writes one object's entry: its type and size, then its
@@ -104,19 +89,50 @@ func writeEntry(out io.Writer, zw *zlib.Writer, src storer.EncodedObjectStorer, 
 	return err
 }
 
-// entryWriter counts what a pack writer wrote and sums the CRC-32 of the
-// entry being written.
-type entryWriter struct {
-	w   *bufio.Writer
+// packWriter writes a pack: a header, the entries written to it, and the
+// checksum of it all. It counts what was written and sums the CRC-32 of
+// the entry being written; idx is the pack's index, which its callers
+// fill as they write entries.
+type packWriter struct {
+	w   io.Writer
+	buf *bufio.Writer // onto w and sum
+	sum hash.Hash
 	crc hash.Hash32
 	n   int64
+	idx *idxfile.Writer
 }
 
-func (e *entryWriter) Write(b []byte) (int, error) {
-	n, err := e.w.Write(b)
-	e.crc.Write(b[:n])
-	e.n += int64(n)
+func newPackWriter(w io.Writer, count uint32) (*packWriter, error) {
+	sum := sha1.New() //nolint:gosec // Git's pack checksum
+	p := &packWriter{w: w, buf: bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<16), sum: sum, crc: crc32.NewIEEE(), idx: new(idxfile.Writer)}
+	header := make([]byte, 12)
+	copy(header, "PACK")
+	binary.BigEndian.PutUint32(header[4:], 2)
+	binary.BigEndian.PutUint32(header[8:], count)
+	if _, err := p.Write(header); err != nil {
+		return nil, err
+	}
+	return p, p.idx.OnHeader(count)
+}
+
+func (p *packWriter) Write(b []byte) (int, error) {
+	n, err := p.buf.Write(b)
+	p.crc.Write(b[:n])
+	p.n += int64(n)
 	return n, err
+}
+
+// finish writes the checksum and returns it, with the index.
+func (p *packWriter) finish() (plumbing.Hash, *idxfile.Writer, error) {
+	if err := p.buf.Flush(); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	var h plumbing.Hash
+	copy(h[:], p.sum.Sum(nil))
+	if _, err := p.w.Write(h[:]); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	return h, p.idx, p.idx.OnFooter(h)
 }
 
 // packInMirror is a pack being written to the mirror's pack directory,
